@@ -92,6 +92,8 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(
 		newVersionCmd(),
+		newEvalCmd(),
+		newTestCmd(),
 	)
 	return root
 }

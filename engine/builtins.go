@@ -1,0 +1,396 @@
+package engine
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/types"
+
+	"github.com/toolgate/toolgate/engine/scan"
+	"github.com/toolgate/toolgate/engine/shell"
+)
+
+// The custom builtins. They are registered globally at init, so `toolgate
+// eval`, `toolgate test` and the library see the same ones. Each does its
+// scanning in Go (precompiled, prefiltered, one pass over the text) and
+// returns facts; the policy decides over them.
+//
+//	toolgate.texts(input)                      {"arguments": [text], "untrusted": [text], "trusted": [string]}
+//	toolgate.match(texts, rules)               [{"code","name","message","where","excerpt"}]
+//	toolgate.decode(texts)                     [{"code","message","where","scope","encodings","decoded"}]
+//	toolgate.shell(command)                    [canonical command strings]
+//	toolgate.provenance(args, trusted, untrusted) [{"where","value","kind","block"}]
+//
+// A text is {"where": input path, "text": string, "scope": s}; a rule applies
+// to a text when its "scope" (or "target") is absent, "any", or equal to the
+// text's scope.
+var (
+	textObject = types.NewObject([]*types.StaticProperty{
+		types.NewStaticProperty("where", types.S),
+		types.NewStaticProperty("text", types.S),
+	}, types.NewDynamicProperty(types.S, types.A))
+	textArray = types.NewArray(nil, textObject)
+	anyArray  = types.NewArray(nil, types.A)
+)
+
+func init() {
+	rego.RegisterBuiltin1(&rego.Function{
+		Name:             "toolgate.texts",
+		Description:      "Collects the strings of a request: argument strings with their paths, untrusted block contents, and trusted text.",
+		Decl:             types.NewFunction(types.Args(types.Named("input", types.A)), types.Named("texts", types.A)),
+		Memoize:          true,
+		Nondeterministic: false,
+	}, builtinTexts)
+	rego.RegisterBuiltin2(&rego.Function{
+		Name:        "toolgate.match",
+		Description: "Matches texts against pattern rules (case-insensitive RE2, literal-prefiltered); at most one match per rule and text.",
+		Decl:        types.NewFunction(types.Args(types.Named("texts", textArray), types.Named("rules", anyArray)), types.Named("matches", anyArray)),
+		Memoize:     true,
+	}, builtinMatch)
+	rego.RegisterBuiltin1(&rego.Function{
+		Name:        "toolgate.decode",
+		Description: "Finds encoded content (base64, base32, hex, percent, HTML entities, escapes, zero-width, bidi, homoglyphs), decoding up to 3 layers.",
+		Decl:        types.NewFunction(types.Args(types.Named("texts", textArray)), types.Named("findings", anyArray)),
+		Memoize:     true,
+	}, builtinDecode)
+	rego.RegisterBuiltin1(&rego.Function{
+		Name:        "toolgate.shell",
+		Description: "Normalises a shell command line into canonical pipelines (quotes, escapes, flag spellings, wrappers, nested sh -c).",
+		Decl:        types.NewFunction(types.Args(types.Named("command", types.S)), types.Named("canonical", types.NewArray(nil, types.S))),
+		Memoize:     true,
+	}, builtinShell)
+	rego.RegisterBuiltin3(&rego.Function{
+		Name:        "toolgate.provenance",
+		Description: "Reports argument values found in untrusted text but in no trusted text.",
+		Decl:        types.NewFunction(types.Args(types.Named("arguments", textArray), types.Named("trusted", types.NewArray(nil, types.S)), types.Named("untrusted", textArray)), types.Named("origins", anyArray)),
+		Memoize:     true,
+	}, builtinProvenance)
+}
+
+func builtinTexts(_ rego.BuiltinContext, in *ast.Term) (*ast.Term, error) {
+	obj, ok := in.Value.(ast.Object)
+	if !ok {
+		return nil, fmt.Errorf("toolgate.texts: input must be an object")
+	}
+	args := []*ast.Term{}
+	if v := getPath(obj, "action", "arguments"); v != nil {
+		collectStrings(v, "action.arguments", "arguments", &args)
+	}
+	untrusted := []*ast.Term{}
+	trusted := []*ast.Term{}
+	if intent, ok := getPath(obj, "context", "user_intent").(ast.String); ok && intent != "" {
+		trusted = append(trusted, ast.NewTerm(intent))
+	}
+	if blocks, ok := getPath(obj, "context", "blocks").(*ast.Array); ok {
+		for i := 0; i < blocks.Len(); i++ {
+			b, ok := blocks.Elem(i).Value.(ast.Object)
+			if !ok {
+				continue
+			}
+			content, ok := getPath(b, "content").(ast.String)
+			if !ok || content == "" {
+				continue
+			}
+			if trust, _ := getPath(b, "trust").(ast.String); trust == "untrusted" {
+				untrusted = append(untrusted, textTerm("context.blocks["+strconv.Itoa(i)+"].content", string(content), "context"))
+			} else {
+				trusted = append(trusted, ast.NewTerm(content))
+			}
+		}
+	}
+	return ast.ObjectTerm(
+		ast.Item(ast.InternedTerm("arguments"), ast.ArrayTerm(args...)),
+		ast.Item(ast.InternedTerm("untrusted"), ast.ArrayTerm(untrusted...)),
+		ast.Item(ast.InternedTerm("trusted"), ast.ArrayTerm(trusted...)),
+	), nil
+}
+
+func textTerm(where, text, scope string) *ast.Term {
+	return ast.ObjectTerm(
+		ast.Item(ast.InternedTerm("where"), ast.StringTerm(where)),
+		ast.Item(ast.InternedTerm("text"), ast.StringTerm(text)),
+		ast.Item(ast.InternedTerm("scope"), ast.StringTerm(scope)),
+	)
+}
+
+// collectStrings walks v depth first, in key order, adding every string with
+// its path (a.b[2].c).
+func collectStrings(v ast.Value, path, scope string, out *[]*ast.Term) {
+	switch x := v.(type) {
+	case ast.String:
+		*out = append(*out, textTerm(path, string(x), scope))
+	case ast.Object:
+		for _, k := range x.Keys() {
+			key := k.Value.String()
+			if s, ok := k.Value.(ast.String); ok {
+				key = string(s)
+			}
+			collectStrings(x.Get(k).Value, path+"."+key, scope, out)
+		}
+	case *ast.Array:
+		for i := 0; i < x.Len(); i++ {
+			collectStrings(x.Elem(i).Value, path+"["+strconv.Itoa(i)+"]", scope, out)
+		}
+	}
+}
+
+func getPath(v ast.Value, keys ...string) ast.Value {
+	for _, k := range keys {
+		obj, ok := v.(ast.Object)
+		if !ok {
+			return nil
+		}
+		t := obj.Get(ast.InternedTerm(k))
+		if t == nil {
+			return nil
+		}
+		v = t.Value
+	}
+	return v
+}
+
+func stringField(v ast.Value, key string) string {
+	s, _ := getPath(v, key).(ast.String)
+	return string(s)
+}
+
+// texts converts an array of text objects into scan.Texts, grouped by scope.
+func texts(v ast.Value) (map[string][]scan.Text, error) {
+	arr, ok := v.(*ast.Array)
+	if !ok {
+		return nil, fmt.Errorf("texts must be an array")
+	}
+	out := map[string][]scan.Text{}
+	for i := 0; i < arr.Len(); i++ {
+		e := arr.Elem(i).Value
+		text, ok := getPath(e, "text").(ast.String)
+		if !ok {
+			return nil, fmt.Errorf("texts[%d].text must be a string", i)
+		}
+		scope := stringField(e, "scope")
+		out[scope] = append(out[scope], scan.Text{Where: stringField(e, "where"), Text: string(text)})
+	}
+	return out, nil
+}
+
+// ruleSets caches compiled rule sets by the rules' value: the policy passes
+// the same data on every evaluation, so each set compiles once.
+type compiledRules struct {
+	rules   ast.Value
+	byScope map[string]*scan.RuleSet // "" = rules for texts with no scope
+}
+
+var ruleCache sync.Map // hash → []*compiledRules
+
+const maxCachedRuleSets = 64
+
+var ruleCacheSize int64
+var ruleCacheMu sync.Mutex
+
+func ruleSetFor(rules ast.Value, scope string) (*scan.RuleSet, error) {
+	h := rules.Hash()
+	if v, ok := ruleCache.Load(h); ok {
+		for _, c := range v.([]*compiledRules) {
+			if c.rules.Compare(rules) == 0 {
+				return c.forScope(scope)
+			}
+		}
+	}
+	c, err := compileRules(rules)
+	if err != nil {
+		return nil, err
+	}
+	ruleCacheMu.Lock()
+	defer ruleCacheMu.Unlock()
+	if ruleCacheSize >= maxCachedRuleSets { // policies that build rules per request: start over
+		ruleCache.Clear()
+		ruleCacheSize = 0
+	}
+	prev, _ := ruleCache.Load(h)
+	list, _ := prev.([]*compiledRules)
+	ruleCache.Store(h, append(list, c))
+	ruleCacheSize++
+	return c.forScope(scope)
+}
+
+func (c *compiledRules) forScope(scope string) (*scan.RuleSet, error) {
+	if rs, ok := c.byScope[scope]; ok {
+		return rs, nil
+	}
+	return c.byScope["*"], nil
+}
+
+func compileRules(v ast.Value) (*compiledRules, error) {
+	arr, ok := v.(*ast.Array)
+	if !ok {
+		return nil, fmt.Errorf("rules must be an array")
+	}
+	type scoped struct {
+		rule  scan.Rule
+		scope string
+	}
+	all := make([]scoped, 0, arr.Len())
+	scopes := map[string]bool{}
+	for i := 0; i < arr.Len(); i++ {
+		e := arr.Elem(i).Value
+		r := scan.Rule{Code: stringField(e, "code"), Name: stringField(e, "name"), Message: stringField(e, "message"), Pattern: stringField(e, "pattern")}
+		if r.Code == "" || r.Pattern == "" {
+			return nil, fmt.Errorf("rules[%d]: code and pattern are required", i)
+		}
+		scope := stringField(e, "scope")
+		if scope == "" {
+			scope = stringField(e, "target")
+		}
+		if scope == "any" {
+			scope = ""
+		}
+		if scope != "" {
+			scopes[scope] = true
+		}
+		all = append(all, scoped{r, scope})
+	}
+	c := &compiledRules{rules: v, byScope: map[string]*scan.RuleSet{}}
+	build := func(scope string) error {
+		var rules []scan.Rule
+		for _, s := range all {
+			if s.scope == "" || s.scope == scope {
+				rules = append(rules, s.rule)
+			}
+		}
+		rs, err := scan.Compile(rules)
+		if err != nil {
+			return err
+		}
+		c.byScope[scope] = rs
+		return nil
+	}
+	// "*" serves texts whose scope no rule names: only the unscoped rules.
+	if err := build("*"); err != nil {
+		return nil, err
+	}
+	for s := range scopes {
+		if err := build(s); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func builtinMatch(_ rego.BuiltinContext, textsTerm, rulesTerm *ast.Term) (*ast.Term, error) {
+	groups, err := texts(textsTerm.Value)
+	if err != nil {
+		return nil, fmt.Errorf("toolgate.match: %w", err)
+	}
+	out := []*ast.Term{}
+	for _, scope := range sortedKeys(groups) {
+		rs, err := ruleSetFor(rulesTerm.Value, scope)
+		if err != nil {
+			return nil, fmt.Errorf("toolgate.match: %w", err)
+		}
+		for _, m := range rs.Match(groups[scope]) {
+			out = append(out, ast.ObjectTerm(
+				ast.Item(ast.InternedTerm("code"), ast.StringTerm(m.Code)),
+				ast.Item(ast.InternedTerm("name"), ast.StringTerm(m.Name)),
+				ast.Item(ast.InternedTerm("message"), ast.StringTerm(m.Message)),
+				ast.Item(ast.InternedTerm("where"), ast.StringTerm(m.Where)),
+				ast.Item(ast.InternedTerm("excerpt"), ast.StringTerm(m.Excerpt)),
+			))
+		}
+	}
+	return ast.ArrayTerm(out...), nil
+}
+
+func builtinDecode(_ rego.BuiltinContext, textsTerm *ast.Term) (*ast.Term, error) {
+	groups, err := texts(textsTerm.Value)
+	if err != nil {
+		return nil, fmt.Errorf("toolgate.decode: %w", err)
+	}
+	out := []*ast.Term{}
+	for _, scope := range sortedKeys(groups) {
+		for _, f := range scan.Decode(groups[scope]) {
+			enc := make([]*ast.Term, len(f.Encodings))
+			for i, e := range f.Encodings {
+				enc[i] = ast.StringTerm(e)
+			}
+			out = append(out, ast.ObjectTerm(
+				ast.Item(ast.InternedTerm("code"), ast.StringTerm(f.Code)),
+				ast.Item(ast.InternedTerm("message"), ast.StringTerm(f.Message)),
+				ast.Item(ast.InternedTerm("where"), ast.StringTerm(f.Where)),
+				ast.Item(ast.InternedTerm("scope"), ast.StringTerm(scope)),
+				ast.Item(ast.InternedTerm("encodings"), ast.ArrayTerm(enc...)),
+				ast.Item(ast.InternedTerm("decoded"), ast.StringTerm(f.Decoded)),
+			))
+		}
+	}
+	return ast.ArrayTerm(out...), nil
+}
+
+func builtinShell(_ rego.BuiltinContext, cmd *ast.Term) (*ast.Term, error) {
+	s, ok := cmd.Value.(ast.String)
+	if !ok {
+		return nil, fmt.Errorf("toolgate.shell: command must be a string")
+	}
+	norm := shell.Normalize(string(s))
+	out := make([]*ast.Term, len(norm))
+	for i, n := range norm {
+		out[i] = ast.StringTerm(n)
+	}
+	return ast.ArrayTerm(out...), nil
+}
+
+func builtinProvenance(_ rego.BuiltinContext, argsTerm, trustedTerm, untrustedTerm *ast.Term) (*ast.Term, error) {
+	args, err := flatTexts(argsTerm.Value)
+	if err != nil {
+		return nil, fmt.Errorf("toolgate.provenance: arguments: %w", err)
+	}
+	untrusted, err := flatTexts(untrustedTerm.Value)
+	if err != nil {
+		return nil, fmt.Errorf("toolgate.provenance: untrusted: %w", err)
+	}
+	tarr, ok := trustedTerm.Value.(*ast.Array)
+	if !ok {
+		return nil, fmt.Errorf("toolgate.provenance: trusted must be an array of strings")
+	}
+	trusted := make([]string, 0, tarr.Len())
+	for i := 0; i < tarr.Len(); i++ {
+		if s, ok := tarr.Elem(i).Value.(ast.String); ok {
+			trusted = append(trusted, string(s))
+		}
+	}
+	out := []*ast.Term{}
+	for _, o := range scan.Provenance(args, trusted, untrusted) {
+		out = append(out, ast.ObjectTerm(
+			ast.Item(ast.InternedTerm("where"), ast.StringTerm(o.Where)),
+			ast.Item(ast.InternedTerm("value"), ast.StringTerm(o.Value)),
+			ast.Item(ast.InternedTerm("kind"), ast.StringTerm(o.Kind)),
+			ast.Item(ast.InternedTerm("block"), ast.StringTerm(o.Block)),
+		))
+	}
+	return ast.ArrayTerm(out...), nil
+}
+
+func flatTexts(v ast.Value) ([]scan.Text, error) {
+	groups, err := texts(v)
+	if err != nil {
+		return nil, err
+	}
+	var out []scan.Text
+	for _, k := range sortedKeys(groups) {
+		out = append(out, groups[k]...)
+	}
+	return out, nil
+}
+
+func sortedKeys(m map[string][]scan.Text) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	if len(keys) > 1 {
+		slicesSort(keys)
+	}
+	return keys
+}

@@ -1,0 +1,108 @@
+# Untrusted context: text an attacker could have written (tool output, web
+# pages, files, e-mail) is in view. A low-risk tool passes. A scrutinized tool
+# (high or critical risk, or listed in additional_high_risk_tools) escalates
+# when a suspicious pattern or encoded content is found in its arguments or
+# in the untrusted blocks, or when an argument carries a value that only the
+# untrusted text holds (provenance); otherwise it passes.
+package toolgate.tier1
+
+import rego.v1
+
+# texts are every string the rules look at, with the input path of each:
+# arguments (scope "arguments"), untrusted blocks (scope "context") and the
+# trusted text (user, system, intent).
+texts := toolgate.texts(input)
+
+has_untrusted if count(texts.untrusted) > 0
+
+scrutinized if risk in config.scrutinized_risks
+
+scrutinized if action_type in config.additional_high_risk_tools
+
+injection_concern if {
+	scrutinized
+	has_untrusted
+}
+
+patterns := data.toolgate.patterns.rules if {
+	count(config.additional_patterns) == 0
+} else := array.concat(data.toolgate.patterns.rules, custom_patterns)
+
+# Custom patterns from the config get codes PATTERN-901, PATTERN-902, ...
+custom_patterns := [p |
+	some i, src in config.additional_patterns
+	p := {
+		"code": sprintf("PATTERN-%d", [901 + i]),
+		"name": "custom_pattern",
+		"message": sprintf("custom pattern %q", [src]),
+		"pattern": src,
+	}
+]
+
+scanned := array.concat(texts.arguments, texts.untrusted)
+
+pattern_hits := toolgate.match(scanned, patterns)
+
+encoded := toolgate.decode(scanned)
+
+decoded_hits := toolgate.match(
+	[{"where": f.where, "text": f.decoded, "scope": f.scope} | some f in encoded],
+	patterns,
+)
+
+provenance := toolgate.provenance(texts.arguments, texts.trusted, texts.untrusted)
+
+suspicious if count(pattern_hits) > 0
+
+suspicious if count(encoded) > 0
+
+suspicious if count(provenance) > 0
+
+reasons contains reason("UNTRUSTED-001", "untrusted_context", sprintf("%s-risk tool %q with untrusted context and suspicious content", [risk, action_type]), "context.blocks", "escalate") if {
+	injection_concern
+	suspicious
+}
+
+reasons contains reason("UNTRUSTED-002", "untrusted_context", sprintf("untrusted context in view, but %q is a %s-risk tool", [action_type, risk]), "context.blocks", "allow") if {
+	known_tool
+	has_untrusted
+	not scrutinized
+}
+
+reasons contains reason("UNTRUSTED-003", "untrusted_context", sprintf("untrusted context in view; nothing suspicious found for %s-risk tool %q", [risk, action_type]), "context.blocks", "allow") if {
+	known_tool
+	injection_concern
+	not suspicious
+}
+
+reasons contains reason(m.code, m.name, sprintf("%s in %s", [m.message, m.where]), m.where, "escalate") if {
+	injection_concern
+	some m in pattern_hits
+}
+
+reasons contains reason(f.code, "encoded_content", f.message, f.where, "escalate") if {
+	injection_concern
+	some f in encoded
+}
+
+reasons contains reason(m.code, m.name, sprintf("%s in %s, once decoded", [m.message, m.where]), m.where, "escalate") if {
+	injection_concern
+	some m in decoded_hits
+}
+
+provenance_codes := {
+	"url": "PROVENANCE-001",
+	"domain": "PROVENANCE-001",
+	"email": "PROVENANCE-002",
+	"path": "PROVENANCE-003",
+	"iban": "PROVENANCE-004",
+	"account": "PROVENANCE-004",
+	"phone": "PROVENANCE-005",
+	"command": "PROVENANCE-006",
+	"value": "PROVENANCE-007",
+}
+
+reasons contains reason(object.get(provenance_codes, o.kind, "PROVENANCE-007"), "argument_provenance", sprintf("%s %q in %s appears only in untrusted %s", [o.kind, o.value, o.where, o.block]), o.where, "escalate") if {
+	injection_concern
+	some o in provenance
+}
