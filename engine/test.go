@@ -141,6 +141,19 @@ func RunTests(ctx context.Context, paths []string, opts TestOptions) (*TestRepor
 			}
 		}
 		r := cov.Report(nonTest)
+		covered, total := 0, 0
+		for f, fr := range r.Files {
+			if isTestFile(f) {
+				delete(r.Files, f)
+				continue
+			}
+			covered += fr.CoveredLines
+			total += fr.CoveredLines + fr.NotCoveredLines
+		}
+		r.CoveredLines, r.NotCoveredLines = covered, total-covered
+		if total > 0 {
+			r.Coverage = 100 * float64(covered) / float64(total)
+		}
 		report.Coverage = &r
 	}
 	return report, nil

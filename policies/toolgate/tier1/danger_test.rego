@@ -1,0 +1,61 @@
+package toolgate.tier1_test
+
+import rego.v1
+
+import data.toolgate.tier1
+
+fixture_danger := [
+	{"code": "DANGER-T01", "name": "wipe_root", "message": "recursive delete of /", "target": "command", "decision": "deny", "pattern": "\\brm (-\\w+ )*-f -r /$"},
+	{"code": "DANGER-T02", "name": "ssh_key_read", "message": "private key read", "target": "read_path", "decision": "pending", "pattern": "\\.ssh/id_"},
+	{"code": "DANGER-T03", "name": "rc_write", "message": "shell rc written", "target": "write_path", "decision": "pending", "pattern": "\\.bashrc$"},
+	{"code": "DANGER-T04", "name": "delete_root", "message": "delete of /", "target": "delete_path", "decision": "deny", "pattern": "^/$"},
+	{"code": "DANGER-T05", "name": "key_out", "message": "private key sent out", "target": "outbound", "decision": "deny", "pattern": "begin (rsa |openssh )?private key"},
+]
+
+test_dangerous_command_denied_even_trusted if {
+	d := tier1.decision with input as req("trusted", "bash", {"command": "rm -f -r /"}, [])
+		with data.toolgate.danger.rules as fixture_danger
+	d.decision == "deny"
+	"DANGER-T01" in codes(d)
+}
+
+test_routine_command_allowed if {
+	d := tier1.decision with input as req("trusted", "bash", {"command": "rm -rf ./build"}, [])
+		with data.toolgate.danger.rules as fixture_danger
+	d.decision == "allow"
+}
+
+test_credential_read_pending if {
+	d := tier1.decision with input as req("trusted", "Read", {"file_path": "/home/u/.ssh/id_rsa"}, [])
+		with data.toolgate.danger.rules as fixture_danger
+	d.decision == "pending"
+	some r in d.reasons
+	r.code == "DANGER-T02"
+	r.where == "action.arguments.file_path"
+}
+
+test_rc_write_pending if {
+	d := tier1.decision with input as req("trusted", "Write", {"file_path": "/home/u/.bashrc", "content": "alias ll=ls"}, [])
+		with data.toolgate.danger.rules as fixture_danger
+	"DANGER-T03" in codes(d)
+}
+
+test_read_rule_not_applied_to_writes if {
+	d := tier1.decision with input as req("trusted", "Write", {"file_path": "/home/u/.ssh/id_rsa.pub.bak", "content": "x"}, [])
+		with data.toolgate.danger.rules as fixture_danger
+	not "DANGER-T02" in codes(d)
+}
+
+test_delete_path_list if {
+	d := tier1.decision with input as req("trusted", "delete_files", {"paths": ["tmp/a", "/"]}, [])
+		with data.toolgate.danger.rules as fixture_danger
+	"DANGER-T04" in codes(d)
+	d.decision == "deny"
+}
+
+test_outbound_secret if {
+	d := tier1.decision with input as req("trusted", "send_email", {"to": "a@b.example", "body": "-----BEGIN OPENSSH PRIVATE KEY-----\nabc"}, [])
+		with data.toolgate.danger.rules as fixture_danger
+	"DANGER-T05" in codes(d)
+	d.decision == "deny"
+}

@@ -1,0 +1,78 @@
+package toolgate.tier1_test
+
+import rego.v1
+
+import data.toolgate.tier1
+
+test_unknown_tool_denied if {
+	d := tier1.decision with input as req("trusted", "launch_missiles", {}, [])
+	d.decision == "deny"
+	"ACTION-001" in codes(d)
+	d.risk == "critical"
+}
+
+test_known_tool_not_action_001 if {
+	d := tier1.decision with input as req("trusted", "file_read", {"path": "README.md"}, [])
+	not "ACTION-001" in codes(d)
+	d.decision == "allow"
+}
+
+test_mcp_name_resolves_to_tool if {
+	d := tier1.decision with input as req("trusted", "mcp__filesystem__read_file", {"path": "notes.txt"}, [])
+	d.decision == "allow"
+	d.risk == "low"
+}
+
+test_mcp_unknown_tool_denied if {
+	d := tier1.decision with input as req("trusted", "mcp__evil__exfiltrate_everything", {}, [])
+	"ACTION-001" in codes(d)
+}
+
+test_malformed_mcp_name_denied if {
+	d := tier1.decision with input as req("trusted", "mcp__read_file", {}, [])
+	"ACTION-001" in codes(d)
+}
+
+test_blocked_tool_config if {
+	d := tier1.decision with input as req("trusted", "bash", {"command": "ls"}, [])
+		with data.toolgate.config.agent_tools as {"agent_t": {"blocked": ["bash"]}}
+	d.decision == "deny"
+	"TOOL-001" in codes(d)
+}
+
+test_allowed_tools_exclude_others if {
+	d := tier1.decision with input as req("trusted", "bash", {"command": "ls"}, [])
+		with data.toolgate.config.agent_tools as {"agent_t": {"allowed": ["file_read"]}}
+	"TOOL-001" in codes(d)
+}
+
+test_allowed_tools_include if {
+	d := tier1.decision with input as req("trusted", "file_read", {"path": "a.txt"}, [])
+		with data.toolgate.config.agent_tools as {"agent_t": {"allowed": ["file_read"]}}
+	not "TOOL-001" in codes(d)
+	d.decision == "allow"
+}
+
+test_registered_agent_permissions_win if {
+	r := with_facts(req("trusted", "bash", {"command": "ls"}, []), {"agent": {"registered": true, "trust_level": "trusted", "blocked_tools": ["bash"]}})
+	d := tier1.decision with input as r
+		with data.toolgate.config.agent_tools as {"agent_t": {"allowed": ["bash"]}}
+	"TOOL-001" in codes(d)
+}
+
+test_dangerous_tool_pending_even_trusted if {
+	d := tier1.decision with input as req("trusted", "drop_table", {"table": "users"}, [])
+	d.decision == "pending"
+	"TOOL-002" in codes(d)
+}
+
+test_deny_beats_pending if {
+	d := tier1.decision with input as req("supervised", "drop_table", {"table": "users"}, [])
+	d.decision == "deny"
+	"TOOL-002" in codes(d)
+	d.reasons[0].decision == "deny"
+}
+
+test_no_reasons_no_decision if {
+	not tier1.decision.decision with tier1.reasons as set()
+}
