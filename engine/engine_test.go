@@ -2,8 +2,13 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"testing/fstest"
+
+	"github.com/open-policy-agent/opa/v1/bundle"
 
 	"github.com/toolgate/toolgate/schema"
 )
@@ -26,16 +31,221 @@ func mustRequest(t testing.TB, js string) *schema.Request {
 	return &r
 }
 
-func TestEvaluateSmoke(t *testing.T) {
-	e := newTestEngine(t)
-	req := mustRequest(t, `{"agent":{"id":"a","trust_level":"trusted"},"action":{"type":"bash","arguments":{"command":"ls -la"}},"context":{"conversation_id":"c","step_number":1}}`)
-	d, err := e.Evaluate(context.Background(), req, nil)
+func request(trust, tool, args string) string {
+	return fmt.Sprintf(`{"agent":{"id":"a","trust_level":%q},"action":{"type":%q,"arguments":%s},"context":{"conversation_id":"c","step_number":1}}`, trust, tool, args)
+}
+
+// policyBundle builds a bundle from Rego source in memory.
+func policyBundle(t testing.TB, files map[string]string) *bundle.Bundle {
+	t.Helper()
+	fsys := fstest.MapFS{}
+	for name, src := range files {
+		fsys[name] = &fstest.MapFile{Data: []byte(src)}
+	}
+	b, err := ReadBundleFS(fsys, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%+v", d)
-	if d.Outcome != schema.Allow {
-		t.Fatalf("got %s", d.Outcome)
+	return b
+}
+
+func TestEvaluateDefaultPolicy(t *testing.T) {
+	e := newTestEngine(t)
+	tests := []struct {
+		name, req string
+		want      schema.Outcome
+		code      string
+	}{
+		{"trusted bash", request("trusted", "bash", `{"command":"ls -la"}`), schema.Allow, "MATRIX-015"},
+		{"supervised bash", request("supervised", "bash", `{"command":"ls"}`), schema.Deny, "MATRIX-007"},
+		{"unknown tool", request("trusted", "summon_demon", `{}`), schema.Deny, "ACTION-001"},
+		{"dangerous tool", request("trusted", "shutdown_server", `{"host":"db1"}`), schema.Pending, "TOOL-002"},
 	}
-	_ = strings.TrimSpace
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := e.Evaluate(context.Background(), mustRequest(t, tt.req), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Outcome != tt.want || !d.HasCode(tt.code) {
+				t.Errorf("got %s %v, want %s with %s", d.Outcome, d.Codes(), tt.want, tt.code)
+			}
+			if d.Tier != 1 || d.Policy.Bundle != DefaultBundleName {
+				t.Errorf("tier %d policy %+v", d.Tier, d.Policy)
+			}
+			if strings.Join(d.NotApplied, ",") != "agent,conversation,budget" {
+				t.Errorf("not_applied = %v", d.NotApplied)
+			}
+		})
+	}
+}
+
+func TestFacts(t *testing.T) {
+	e := newTestEngine(t)
+	req := mustRequest(t, request("trusted", "calculate", `{"query":"2+2"}`))
+	facts := &schema.Facts{Conversation: &schema.ConversationFacts{StepsApproved: 2, LastStep: 0, Fingerprint: "f", Recent: []string{"f", "f"}}}
+	d, err := e.Evaluate(context.Background(), req, facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Outcome != schema.Deny || !d.HasCode("LOOP-003") {
+		t.Errorf("got %s %v", d.Outcome, d.Codes())
+	}
+	if len(d.NotApplied) != 0 {
+		t.Errorf("not_applied = %v with facts given", d.NotApplied)
+	}
+}
+
+// TestFailClosed: whatever goes wrong in the policy, the answer is deny.
+func TestFailClosed(t *testing.T) {
+	tests := []struct {
+		name, src, code string
+		wantErr         bool
+	}{
+		{"no decision", "package toolgate.tier1\nx := 1\n", CodeNoDecision, false},
+		{"undefined decision", "package toolgate.tier1\ndecision := {\"decision\": \"allow\"} if false\n", CodeNoDecision, false},
+		{"malformed outcome", "package toolgate.tier1\ndecision := {\"decision\": \"maybe\"}\n", CodeBadDecision, false},
+		{"not an object", "package toolgate.tier1\ndecision := \"allow\"\n", CodeBadDecision, false},
+		{"builtin error", "package toolgate.tier1\ndecision := {\"decision\": \"allow\", \"n\": to_number(\"x\")}\n", CodeNoDecision, true},
+		{"conflict", "package toolgate.tier1\ndecision := {\"decision\": \"allow\"}\ndecision := {\"decision\": \"deny\"} if input.agent.id\n", CodeNoDecision, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newTestEngine(t, WithBundle(policyBundle(t, map[string]string{"p.rego": tt.src}), "test"))
+			d, err := e.Evaluate(context.Background(), mustRequest(t, request("trusted", "x", `{}`)), nil)
+			if (err != nil) != tt.wantErr {
+				t.Errorf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if d.Outcome != schema.Deny || !d.HasCode(tt.code) {
+				t.Errorf("got %s %v, want deny %s", d.Outcome, d.Codes(), tt.code)
+			}
+		})
+	}
+}
+
+func TestForbiddenBuiltinRefused(t *testing.T) {
+	src := "package toolgate.tier1\ndecision := {\"decision\": \"allow\", \"r\": http.send({\"method\": \"get\", \"url\": \"http://127.0.0.1:1\"})}\n"
+	_, err := New(context.Background(), WithBundle(policyBundle(t, map[string]string{"p.rego": src}), "test"))
+	if err == nil || !strings.Contains(err.Error(), "http.send") {
+		t.Fatalf("err = %v, want a compile error naming http.send", err)
+	}
+}
+
+func TestWithDataMerges(t *testing.T) {
+	ext := map[string]any{"toolgate": map[string]any{"registry": map[string]any{"tools": map[string]any{
+		"open_door": map[string]any{"risk": "high", "category": "physical", "approval": "safe"},
+	}}}}
+	e := newTestEngine(t, WithData(ext))
+	d, err := e.Evaluate(context.Background(), mustRequest(t, request("trusted", "open_door", `{}`)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Outcome != schema.Allow || d.Risk != "high" {
+		t.Errorf("got %s risk %s %v", d.Outcome, d.Risk, d.Codes())
+	}
+	// The default registry is still there.
+	d, _ = e.Evaluate(context.Background(), mustRequest(t, request("trusted", "file_read", `{"path":"a"}`)), nil)
+	if d.Outcome != schema.Allow {
+		t.Errorf("file_read: %s %v", d.Outcome, d.Codes())
+	}
+}
+
+// TestReloadWhileEvaluating: decisions never fail during swaps, and both
+// revisions are seen.
+func TestReloadWhileEvaluating(t *testing.T) {
+	mk := func(rev, outcome string) *bundle.Bundle {
+		b := policyBundle(t, map[string]string{"p.rego": fmt.Sprintf("package toolgate.tier1\ndecision := {\"decision\": %q, \"reasons\": []}\n", outcome)})
+		b.Manifest.Revision = rev
+		return b
+	}
+	e := newTestEngine(t, WithBundle(mk("r1", "allow"), "test"))
+	req := mustRequest(t, request("trusted", "x", `{}`))
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	seen := map[string]schema.Outcome{}
+	stop := make(chan struct{})
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				d, err := e.Evaluate(ctx, req, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				seen[d.Policy.Revision] = d.Outcome
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range 20 {
+		rev, out := "r1", "allow"
+		if i%2 == 0 {
+			rev, out = "r2", "deny"
+		}
+		if err := e.Reload(ctx, mk(rev, out), "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if seen["r1"] != schema.Allow || seen["r2"] != schema.Deny {
+		t.Errorf("seen = %v, want r1 allow and r2 deny", seen)
+	}
+}
+
+func TestReloadBadBundleKeepsCurrent(t *testing.T) {
+	e := newTestEngine(t)
+	bad := policyBundle(t, map[string]string{"p.rego": "package toolgate.tier1\ndecision := undefined_function(1)\n"})
+	if err := e.Reload(context.Background(), bad, "bad"); err == nil {
+		t.Fatal("want an error")
+	}
+	if e.Policy().Bundle != DefaultBundleName {
+		t.Errorf("policy = %+v", e.Policy())
+	}
+}
+
+func TestExplain(t *testing.T) {
+	e := newTestEngine(t)
+	var sb strings.Builder
+	d, err := e.Explain(context.Background(), mustRequest(t, request("trusted", "file_read", `{"path":"a"}`)), nil, &sb)
+	if err != nil || d.Outcome != schema.Allow {
+		t.Fatalf("%v %v", d, err)
+	}
+	if !strings.Contains(sb.String(), "data.toolgate.tier1.decision") {
+		t.Errorf("trace does not mention the query:\n%.500s", sb.String())
+	}
+}
+
+func TestConcurrentEvaluate(t *testing.T) {
+	e := newTestEngine(t)
+	reqs := []*schema.Request{
+		mustRequest(t, request("trusted", "bash", `{"command":"ls"}`)),
+		mustRequest(t, request("supervised", "bash", `{"command":"ls"}`)),
+	}
+	want := []schema.Outcome{schema.Allow, schema.Deny}
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				k := (g + i) % 2
+				d, err := e.Evaluate(context.Background(), reqs[k], nil)
+				if err != nil || d.Outcome != want[k] {
+					t.Errorf("req %d: %s %v", k, d.Outcome, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
