@@ -452,6 +452,29 @@ func (q *Queue) FindByStep(ctx context.Context, conversationID string, step int)
 	return as[0], true, nil
 }
 
+// FindForRequest returns the newest approval made for this very call: the
+// same agent, conversation step, action and arguments. This is the safe
+// lookup for a re-evaluated step: an answer about one call is never applied
+// to another call at the same step.
+func (q *Queue) FindForRequest(ctx context.Context, req schema.Request) (Approval, bool, error) {
+	conv, step := req.Context.ConversationID, req.Context.StepNumber
+	if err := q.expire(ctx, "conversation_id = ? AND step = ?", conv, step); err != nil {
+		return Approval{}, false, err
+	}
+	as, err := q.query(ctx, `SELECT `+columns+` FROM approvals
+		WHERE conversation_id = ? AND step = ? AND agent_id = ? AND action_type = ?
+		ORDER BY created_at DESC, rowid DESC`, conv, step, req.Agent.ID, req.Action.Type)
+	if err != nil {
+		return Approval{}, false, err
+	}
+	for _, a := range as {
+		if a.SameAction(req) {
+			return a, true, nil
+		}
+	}
+	return Approval{}, false, nil
+}
+
 // expire marks the pending approvals matching where whose deadline passed,
 // and reports each one it marked.
 func (q *Queue) expire(ctx context.Context, where string, args ...any) error {

@@ -516,6 +516,40 @@ func TestFindByStep(t *testing.T) {
 	}
 }
 
+func TestFindForRequest(t *testing.T) {
+	f := newFixture(t, QueueOptions{})
+	ctx := context.Background()
+	asked := request("conv_1", 2, "rm -rf /tmp/x")
+	a := mustRequest(t, f.q, asked)
+	f.clock.Advance(time.Second)
+	other := mustRequest(t, f.q, request("conv_1", 2, "rm -rf /")) // newer, same step
+	if _, err := f.q.Resolve(ctx, a.ID, true, "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	otherAgent := request("conv_1", 2, "rm -rf /tmp/x")
+	otherAgent.Agent.ID = "agent_other"
+	for _, tc := range []struct {
+		name  string
+		req   schema.Request
+		want  string
+		found bool
+	}{
+		{"the same call", asked, a.ID, true},
+		{"the same call, token differs", func() schema.Request { r := asked; r.Agent.Token = "other"; return r }(), a.ID, true},
+		{"another command at the step", request("conv_1", 2, "rm -rf /"), other.ID, true},
+		{"a command never asked", request("conv_1", 2, "ls"), "", false},
+		{"another agent", otherAgent, "", false},
+		{"another step", request("conv_1", 3, "rm -rf /tmp/x"), "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, found, err := f.q.FindForRequest(ctx, tc.req)
+			if err != nil || found != tc.found || got.ID != tc.want {
+				t.Errorf("FindForRequest = %s found=%v err=%v; want %q found=%v", got.ID, found, err, tc.want, tc.found)
+			}
+		})
+	}
+}
+
 func TestOutcome(t *testing.T) {
 	for _, tc := range []struct {
 		status string
