@@ -159,8 +159,12 @@ func newApprovalsAnswerCmd(approve bool) *cobra.Command {
 				return withCode(exitError, fmt.Errorf("%s expired at %s without an answer; it was denied (APPROVAL-001)",
 					id, a.Deadline.Local().Format(time.DateTime)))
 			case errors.Is(err, supervisor.ErrAlreadyResolved):
+				when := "an earlier time"
+				if a.ResolvedAt != nil {
+					when = a.ResolvedAt.Local().Format(time.DateTime)
+				}
 				return withCode(exitError, fmt.Errorf("%s was already %s by %s at %s; the first answer stands",
-					id, a.Status, a.ResolvedBy, a.ResolvedAt.Local().Format(time.DateTime)))
+					id, a.Status, a.ResolvedBy, when))
 			case errors.Is(err, supervisor.ErrNotFound):
 				return withCode(exitError, fmt.Errorf("no approval %s in this database", id))
 			case err != nil:
