@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/internal/llm"
 	"github.com/toolgate/toolgate/schema"
@@ -64,11 +63,11 @@ func prompt(req schema.Request, d schema.Decision) []llm.Message {
 		args = []byte("{}")
 	}
 	if len(args) > MaxArgumentsBytes {
-		s, _ := json.Marshal(cut(string(args), MaxArgumentsBytes) + " …[truncated]")
+		s, _ := json.Marshal(llm.Cut(string(args), MaxArgumentsBytes) + " …[truncated]")
 		args = s
 	}
 	p.ToolCall.Arguments = args
-	p.UserIntent = cut(req.Context.UserIntent, MaxIntentBytes)
+	p.UserIntent = llm.Cut(req.Context.UserIntent, MaxIntentBytes)
 	if p.UserIntent == "" {
 		p.UserIntent = "(not given)"
 	}
@@ -106,7 +105,7 @@ func recentUntrusted(blocks []schema.Block, budget int) ([]untrusted, *omittedNo
 		}
 		content := b.Content
 		if len(content) > budget {
-			content = "[…truncated] " + cutStart(content, budget)
+			content = "[…truncated] " + llm.CutStart(content, budget)
 		}
 		budget -= len(content)
 		kept = append(kept, untrusted{Source: b.Source, Content: content})
@@ -121,29 +120,6 @@ func recentUntrusted(blocks []schema.Block, budget int) ([]untrusted, *omittedNo
 		return kept, &omittedNote{OlderBlocks: total}
 	}
 	return kept, nil
-}
-
-// cut keeps at most n bytes of s from its start, on a rune boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-// cutStart keeps at most n bytes of s from its end, on a rune boundary.
-func cutStart(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := len(s) - n
-	for i < len(s) && !utf8.RuneStart(s[i]) {
-		i++
-	}
-	return s[i:]
 }
 
 // answer is the structured output.
@@ -189,7 +165,7 @@ func quote(s string) string {
 		return "(empty)"
 	}
 	if len(s) > 200 {
-		s = cut(s, 200) + "…"
+		s = llm.Cut(s, 200) + "…"
 	}
 	b, _ := json.Marshal(s)
 	return string(b)

@@ -19,20 +19,6 @@ func TestYesNo(t *testing.T) {
 	}
 }
 
-func TestCutKeepsRunes(t *testing.T) {
-	s := strings.Repeat("é", 10) // 20 bytes
-	for n := 0; n <= 21; n++ {
-		if got := cut(s, n); !strings.HasPrefix(s, got) || len(got) > n || !validUTF8(got) {
-			t.Errorf("cut(%d) = %q", n, got)
-		}
-		if got := cutStart(s, n); !strings.HasSuffix(s, got) || len(got) > n || !validUTF8(got) {
-			t.Errorf("cutStart(%d) = %q", n, got)
-		}
-	}
-}
-
-func validUTF8(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
-
 func FuzzParseAnswer(f *testing.F) {
 	for _, s := range []string{`{"suspicious":true,"confidence":0.5,"reason":"x"}`, "```json\n{}\n```", "YES", "", "{", `{"confidence":1e400}`} {
 		f.Add(s)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -224,4 +225,33 @@ func DecodeJSON(content string, v any) error {
 		return errors.New("llm: trailing data after the JSON answer")
 	}
 	return nil
+}
+
+// Cut keeps at most n bytes of s from its start, on a rune boundary.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// CutStart keeps at most n bytes of s from its end, on a rune boundary.
+func CutStart(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[i:]
 }
