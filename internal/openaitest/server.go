@@ -127,11 +127,21 @@ type Server struct {
 // error format unless a fallback is set.
 func New(tb testing.TB, steps ...Step) *Server {
 	tb.Helper()
-	s := &Server{steps: steps}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	tb.Cleanup(s.srv.Close)
+	s := Start(steps...)
+	tb.Cleanup(s.Close)
 	return s
 }
+
+// Start is New for callers without a testing.TB (examples); Close the
+// server when done.
+func Start(steps ...Step) *Server {
+	s := &Server{steps: steps}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// Close shuts the server down, waiting for requests in flight.
+func (s *Server) Close() { s.srv.Close() }
 
 // BaseURL is the server's base_url, ending in /v1.
 func (s *Server) BaseURL() string { return s.srv.URL + "/v1" }
