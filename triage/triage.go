@@ -195,9 +195,15 @@ func (c *Client) Triage(ctx context.Context, req schema.Request, d schema.Decisi
 		return finish()
 	}
 
-	// One retry with the simplest question the model can answer.
+	// One retry with the simplest question the model can answer. An empty
+	// first answer is shown as such: go-openai omits empty content, and some
+	// servers refuse an assistant message without it.
+	first := res.Content
+	if strings.TrimSpace(first) == "" {
+		first = "(empty answer)"
+	}
 	retry := append(msgs[:len(msgs):len(msgs)],
-		llm.Message{Role: llm.Assistant, Content: res.Content},
+		llm.Message{Role: llm.Assistant, Content: first},
 		llm.Message{Role: llm.User, Content: yesNoQuestion})
 	res2, err := c.llm.Complete(pctx, retry, nil)
 	out.account(res2)
