@@ -404,3 +404,16 @@ func BenchmarkTriage(b *testing.B) {
 		}
 	}
 }
+
+func TestTriageRetryAfterEmptyAnswer(t *testing.T) {
+	srv := openaitest.New(t, openaitest.Empty(), openaitest.Reply("NO"))
+	c := newClient(t, srv, nil)
+	out, _ := c.Triage(context.Background(), loadRequest(t), tier1)
+	if out.Result != triage.ResultClear {
+		t.Fatalf("got %s (%s)", out.Result, out.Reason)
+	}
+	msgs := srv.Requests()[1].Messages
+	if got := msgs[len(msgs)-2]; got.Role != "assistant" || got.Content != "(empty answer)" {
+		t.Errorf("retry shows the empty answer as %+v", got)
+	}
+}
