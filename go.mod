@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/open-policy-agent/opa v1.22.2
+	github.com/sashabaranov/go-openai v1.43.0
 	github.com/spf13/cobra v1.10.2
 	gopkg.in/yaml.v3 v3.0.1
 	modernc.org/sqlite v1.61.1
