@@ -338,3 +338,21 @@ func TestName(t *testing.T) {
 		t.Errorf("Name with metadata = %q", got)
 	}
 }
+
+func TestSignedDirectoryIsPathSensitive(t *testing.T) {
+	k := newKey(t, "ES256")
+	dir := filepath.Join(t.TempDir(), "unpacked")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range untar(t, signedBundle(t, "r1", k, "")) {
+		if err := os.WriteFile(filepath.Join(dir, strings.TrimPrefix(e.name, "/")), e.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := Verify(context.Background(), dir, VerificationKey{PEM: k.Public})
+	var ve *VerifyError
+	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "ship a signed .tar.gz") {
+		t.Fatalf("Verify of an unpacked signed archive = %v", err)
+	}
+}

@@ -58,7 +58,11 @@ func diagnose(rb *rawBundle, cfg *bundle.VerificationConfig) error {
 	}
 	for _, f := range rb.Files {
 		if _, ok := signed[f.Name]; !ok {
-			return &VerifyError{File: f.Name, Problem: "not listed in the signature (added after signing)"}
+			problem := "not listed in the signature (added after signing)"
+			if rb.IsDir {
+				problem += "; a directory's signature lists files under the path it was signed with: ship a signed .tar.gz"
+			}
+			return &VerifyError{File: f.Name, Problem: problem}
 		}
 		if err := bundle.VerifyBundleFile(f.Name, *bytes.NewBuffer(f.Data), signed); err != nil {
 			p := strings.TrimPrefix(err.Error(), f.Name+": ")
