@@ -5,6 +5,7 @@
 // OPA refuses it refuses too. It loads bundles from a directory, a .tar.gz or
 // an http(s) URL (polled with ETags) and, when a verification key is
 // configured, refuses any bundle that is unsigned or does not match its
-// signature. It hands verified bundles to a callback; it must not compile or
-// evaluate policies, swap the engine's prepared query, or touch policies/.
+// signature. It hands verified bundles to a callback. It compiles only to
+// check a build (as opa build does); it must not evaluate policies, prepare or
+// swap the engine's query, or touch policies/.
 package bundles
