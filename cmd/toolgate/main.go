@@ -95,6 +95,7 @@ func newRootCmd() *cobra.Command {
 		newEvalCmd(),
 		newTestCmd(),
 		newApprovalsCmd(),
+		newBundleCmd(),
 	)
 	return root
 }

@@ -1,0 +1,5 @@
+package toolgate.tier1
+
+import rego.v1
+
+decision := {"decision": "allow" if {

@@ -1,0 +1,5 @@
+package elsewhere
+
+import rego.v1
+
+x := 1
