@@ -69,3 +69,34 @@ func TestBundleCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalEnforcesSignedBundles: with a verification key, eval runs a bundle
+// signed with its private key and refuses an unsigned one, naming why.
+func TestEvalEnforcesSignedBundles(t *testing.T) {
+	dir := t.TempDir()
+	priv, pub := writeECKey(t, dir, "k")
+	policy := filepath.Join(dir, "policy")
+	os.MkdirAll(policy, 0o755)
+	os.WriteFile(filepath.Join(policy, "p.rego"), []byte("package toolgate.tier1\n\ndecision := {\"decision\": \"escalate\", \"reasons\": []}\n"), 0o600)
+	unsigned := filepath.Join(dir, "b.tar.gz")
+	signed := filepath.Join(dir, "b.signed.tar.gz")
+	if code, _, errs := runCLI(t, "", "bundle", "build", policy, "-o", unsigned, "--revision", "r7"); code != 0 {
+		t.Fatalf("build: %d %s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "", "bundle", "sign", unsigned, "--signing-key", priv, "-o", signed); code != 0 {
+		t.Fatalf("sign: %d %s", code, errs)
+	}
+	r := req("trusted", "file_read", `{}`)
+	code, out, errs := runCLI(t, r, "eval", "--no-state", "--bundle", signed, "--verification-key", pub)
+	if code != exitEscalate || !strings.Contains(out, `"revision":"r7"`) {
+		t.Fatalf("signed: exit %d %s %s", code, out, errs)
+	}
+	code, _, errs = runCLI(t, r, "eval", "--no-state", "--bundle", unsigned, "--verification-key", pub)
+	if code != exitUsage || !strings.Contains(errs, ".signatures.json") {
+		t.Fatalf("unsigned: exit %d %s", code, errs)
+	}
+	code, _, errs = runCLI(t, r, "eval", "--no-state", "--verification-key", pub)
+	if code != exitUsage || !strings.Contains(errs, "not signed") {
+		t.Fatalf("embedded with key: exit %d %s", code, errs)
+	}
+}

@@ -2,25 +2,26 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 
-	"github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate/bundles"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 )
 
 // policyFlags are the flags every command that evaluates policy shares.
 type policyFlags struct {
-	bundle     string
-	data       []string
-	configPath string
+	bundle          string
+	verificationKey string
+	data            []string
+	configPath      string
 }
 
 func (p *policyFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&p.bundle, "bundle", "", "policy bundle: a directory or .tar.gz (default: the embedded default bundle)")
+	cmd.Flags().StringVar(&p.bundle, "bundle", "", "policy bundle: a directory, .tar.gz or http(s) URL (default: the embedded default bundle)")
+	cmd.Flags().StringVar(&p.verificationKey, "verification-key", "", "PEM public key: the bundle must be signed with its private key or it is refused")
 	cmd.Flags().StringArrayVar(&p.data, "data", nil, "JSON data file merged over the bundle's data (repeatable)")
 	cmd.Flags().StringVar(&p.configPath, "config", "", "toolgate.yaml configuration file")
 }
@@ -41,12 +42,19 @@ func (p *policyFlags) newEngine(ctx context.Context, cfg *config.Config) (*engin
 	if src == "" {
 		src = cfg.Resolve(cfg.Policy.Bundle)
 	}
+	key, err := p.verification(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if key != nil && src == "" {
+		return nil, usageError("--verification-key: the embedded default bundle is not signed; give --bundle")
+	}
 	if src != "" {
-		b, err := loadBundle(src)
+		b, err := bundles.Load(ctx, src, key)
 		if err != nil {
 			return nil, withCode(exitUsage, err)
 		}
-		opts = append(opts, engine.WithBundle(b, bundleName(src, b)))
+		opts = append(opts, engine.WithBundle(b, bundles.Name(src, b)))
 	}
 	files := append(append([]string{}, resolveAll(cfg, cfg.Policy.Data)...), p.data...)
 	for _, f := range files {
@@ -98,30 +106,19 @@ func toAny(s []string) []any {
 	return out
 }
 
-// loadBundle reads a bundle directory or .tar.gz.
-func loadBundle(src string) (*bundle.Bundle, error) {
-	fi, err := os.Stat(src)
+// verification reads the bundle verification key, from the flag or the
+// config; nil when none is configured.
+func (p *policyFlags) verification(cfg *config.Config) (*bundles.VerificationKey, error) {
+	path := p.verificationKey
+	if path == "" {
+		path = cfg.Resolve(cfg.Policy.VerificationKey)
+	}
+	if path == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("bundle: %w", err)
+		return nil, usageError("verification key: %v", err)
 	}
-	if fi.IsDir() {
-		return engine.ReadBundleFS(os.DirFS(src), false)
-	}
-	f, err := os.Open(src)
-	if err != nil {
-		return nil, fmt.Errorf("bundle: %w", err)
-	}
-	defer f.Close()
-	b, err := bundle.NewReader(f).Read()
-	if err != nil {
-		return nil, fmt.Errorf("bundle %s: %w", src, err)
-	}
-	return &b, nil
-}
-
-func bundleName(src string, b *bundle.Bundle) string {
-	if n, ok := b.Manifest.Metadata["name"].(string); ok && n != "" {
-		return n
-	}
-	return src
+	return &bundles.VerificationKey{PEM: pem}, nil
 }
