@@ -249,6 +249,7 @@ func decodeDecision(v any) (schema.Decision, error) {
 		return schema.Decision{}, fmt.Errorf("%w: decision %q is not allow, deny, escalate or pending", errMalformed, out)
 	}
 	d.Risk, _ = m["risk"].(string)
+	d.Category, _ = m["category"].(string)
 	if b, ok := m["budget_exceeded"].(bool); ok {
 		d.BudgetExceeded = b
 	}

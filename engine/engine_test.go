@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 func newTestEngine(t testing.TB, opts ...Option) *Engine {
 	t.Helper()
+	opts = append([]Option{WithLogger(slog.New(slog.DiscardHandler))}, opts...)
 	e, err := New(context.Background(), opts...)
 	if err != nil {
 		t.Fatal(err)

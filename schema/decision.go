@@ -39,11 +39,13 @@ type Policy struct {
 
 // Decision is Tier 1's answer.
 type Decision struct {
-	Outcome Outcome  `json:"decision"`
-	Risk    string   `json:"risk,omitempty"`
-	Tier    int      `json:"tier"`
-	Reasons []Reason `json:"reasons"`
-	Policy  Policy   `json:"policy"`
+	Outcome Outcome `json:"decision"`
+	Risk    string  `json:"risk,omitempty"`
+	// Category is the tool's category from the registry (shell, write...).
+	Category string   `json:"category,omitempty"`
+	Tier     int      `json:"tier"`
+	Reasons  []Reason `json:"reasons"`
+	Policy   Policy   `json:"policy"`
 	// NotApplied lists the controls that could not be applied because no
 	// state was available (for example "conversation", "budget").
 	NotApplied []string `json:"not_applied,omitempty"`

@@ -16,6 +16,7 @@ config := data.toolgate.config
 decision := {
 	"decision": outcome,
 	"risk": risk,
+	"category": category,
 	"tier": 1,
 	"reasons": ordered_reasons,
 	"not_applied": not_applied,

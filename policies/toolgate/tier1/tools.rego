@@ -29,7 +29,9 @@ risk := tool.risk if known_tool
 
 else := "critical"
 
-category := object.get(tool, "category", "unknown")
+category := tool.category if known_tool
+
+else := "unknown"
 
 reasons contains reason("ACTION-001", "unknown_action", sprintf("unknown action type or tool %q: denied by default", [action_type]), "action.type", "deny") if {
 	not known_tool
