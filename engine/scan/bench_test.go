@@ -59,3 +59,18 @@ func BenchmarkMatchUnfiltered(b *testing.B) {
 		rs.Match(texts)
 	}
 }
+
+func BenchmarkDecode(b *testing.B) {
+	for _, n := range benchSizes {
+		texts := []Text{{Where: "context.blocks[0].content", Text: ordinaryText(n)}}
+		if fs := Decode(texts); len(fs) > 0 {
+			b.Fatalf("ordinary text has findings: %+v", fs[0])
+		}
+		b.Run(fmt.Sprintf("size=%dKB", n>>10), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				Decode(texts)
+			}
+		})
+	}
+}
