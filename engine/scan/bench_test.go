@@ -74,3 +74,21 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+func BenchmarkProvenance(b *testing.B) {
+	args := []Text{
+		{Where: "action.arguments.recipient", Text: "support@evil-pay.example"},
+		{Where: "action.arguments.iban", Text: "DE89370400440532013000"},
+		{Where: "action.arguments.url", Text: "https://evil-pay.example/claim?id=7"},
+		{Where: "action.arguments.subject", Text: "Invoice 2291 for March"},
+	}
+	untrusted := []Text{{Where: "context.blocks[1].content", Text: ordinaryText(4<<10-80) + " IBAN DE89 3704 0044 0532 0130 00, support@evil-pay.example"}}
+	trusted := []string{ordinaryText(1 << 10)}
+	if len(Provenance(args, trusted, untrusted)) != 2 {
+		b.Fatalf("unexpected result %+v", Provenance(args, trusted, untrusted))
+	}
+	b.SetBytes(5 << 10)
+	for b.Loop() {
+		Provenance(args, trusted, untrusted)
+	}
+}
