@@ -10,14 +10,13 @@ type acMachine struct {
 	delta    []int32 // delta[state*nclass+class] = next state
 	out      [][]int // out[state] = pattern ids ending here (suffixes included)
 	patLen   []int   // length of each pattern in bytes
-	pats     []string
 	npattern int
 }
 
 // newAC builds the automaton for the given byte patterns. Patterns are
 // matched exactly (callers lowercase both sides). Empty patterns are ignored.
 func newAC(patterns []string) *acMachine {
-	m := &acMachine{npattern: len(patterns), patLen: make([]int, len(patterns)), pats: patterns}
+	m := &acMachine{npattern: len(patterns), patLen: make([]int, len(patterns))}
 	// Byte classes: one per distinct byte used by any pattern.
 	var used [256]bool
 	for _, p := range patterns {

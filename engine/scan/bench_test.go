@@ -84,7 +84,7 @@ func BenchmarkProvenance(b *testing.B) {
 	}
 	untrusted := []Text{{Where: "context.blocks[1].content", Text: ordinaryText(4<<10-80) + " IBAN DE89 3704 0044 0532 0130 00, support@evil-pay.example"}}
 	trusted := []string{ordinaryText(1 << 10)}
-	if len(Provenance(args, trusted, untrusted)) != 2 {
+	if len(Provenance(args, trusted, untrusted)) != 3 { // the e-mail, the IBAN and the URL's domain
 		b.Fatalf("unexpected result %+v", Provenance(args, trusted, untrusted))
 	}
 	b.SetBytes(5 << 10)

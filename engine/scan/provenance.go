@@ -177,13 +177,15 @@ func isWordByte(c byte) bool { return isAlnum(c) || c == '-' || c == '_' }
 // compactText drops spaces and the separators ( ) - . so that IBANs and
 // phone numbers compare however they are grouped.
 func compactText(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch r {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
 		case ' ', '\t', '\n', '\r', '(', ')', '-', '.':
-			return -1
+		default:
+			b = append(b, c)
 		}
-		return r
-	}, s)
+	}
+	return string(b)
 }
 
 // extract returns the candidate values of one argument, in order.
