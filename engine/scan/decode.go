@@ -1,0 +1,661 @@
+package scan
+
+import (
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"html"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Finding is one piece of encoded or disguised content found by Decode.
+type Finding struct {
+	Code      string   // ENCODED-001..009, see the package documentation
+	Message   string   // what was found and where
+	Where     string   // the Text's Where
+	Encodings []string // the layer chain, outermost first, e.g. ["base64", "percent"]
+	Decoded   string   // the innermost decoded text, at most MaxDecoded bytes, valid UTF-8
+	Offset    int      // byte offset in the Text where the content starts
+}
+
+// Limits of the decoder.
+const (
+	MaxDecoded       = 4 << 10  // longest Finding.Decoded, in bytes
+	MaxDecodedPerRun = 64 << 10 // decoded bytes per Decode call, over all texts and layers
+	MaxLayers        = 3        // nested encodings followed
+	maxFindings      = 64       // findings per text
+	maxHomoglyphs    = 8        // homoglyph findings per text
+	minEncodedRun    = 16       // shortest base64, base32 or hex run examined
+)
+
+// Encoding names used in Finding.Encodings, and their codes.
+var encodingCodes = map[string]string{
+	"base64": "ENCODED-001", "base32": "ENCODED-002", "hex": "ENCODED-003",
+	"percent": "ENCODED-004", "html": "ENCODED-005", "escape": "ENCODED-006",
+}
+
+// Decode reports encoded content (base64, base32, hex, percent encoding,
+// HTML entities, backslash escapes; up to MaxLayers nested) whose decoding
+// is meaningful text, and disguised text (zero-width and bidi control
+// characters, mixed-script homoglyph words) in each text. Findings come in
+// text order, then by offset. Work and output are bounded; any input is
+// safe.
+func Decode(texts []Text) []Finding {
+	d := &decoder{budget: MaxDecodedPerRun}
+	var out []Finding
+	for _, t := range texts {
+		var fs []Finding
+		if !isASCII(t.Text) {
+			fs = append(fs, invisibleFindings(t)...)
+			fs = append(fs, homoglyphFindings(t)...)
+		}
+		for _, sp := range d.spans(t.Text, 1) {
+			fs = append(fs, Finding{
+				Code:      encodingCodes[sp.chain[0]],
+				Message:   fmt.Sprintf("%s in %s decodes to text", strings.Join(sp.chain, " then "), t.Where),
+				Where:     t.Where,
+				Encodings: sp.chain,
+				Decoded:   clip(sp.decoded, MaxDecoded),
+				Offset:    sp.start,
+			})
+		}
+		sort.SliceStable(fs, func(i, j int) bool { return fs[i].Offset < fs[j].Offset })
+		if len(fs) > maxFindings {
+			fs = fs[:maxFindings]
+		}
+		out = append(out, fs...)
+	}
+	return out
+}
+
+type decoder struct {
+	budget int // decoded bytes left
+}
+
+// span is a decoded region of a string: [start,end) decodes, through the
+// chain of encodings, to decoded.
+type span struct {
+	start, end int
+	chain      []string
+	decoded    string
+}
+
+// spans finds the encoded regions of s worth reporting, left to right and
+// non-overlapping; depth is the layer being examined (1 = the input).
+func (d *decoder) spans(s string, depth int) []span {
+	var out []span
+	pctDone := 0 // percent tokens before this offset were already judged
+	for i := 0; i < len(s) && d.budget > 0; {
+		c := s[i]
+		var sp span
+		var ok bool
+		switch {
+		case c == '%' && i >= pctDone:
+			sp, ok = d.percent(s, i, depth)
+			pctDone = max(pctDone, sp.end)
+		case c == '&':
+			sp, ok = d.entities(s, i, depth)
+		case c == '\\':
+			sp, ok = d.escapes(s, i, depth)
+		case isB64(c) && (i == 0 || !isB64(s[i-1])):
+			sp, ok = d.run(s, i, depth)
+		}
+		switch {
+		case ok:
+			if n := len(out); n == 0 || sp.start >= out[n-1].end {
+				out = append(out, sp) // spans never overlap
+			}
+			i = max(sp.end, i+1)
+		case c != '%' && sp.end > i:
+			i = sp.end // a cluster judged ordinary
+		default:
+			i++
+		}
+	}
+	return out
+}
+
+// finish decides whether a decoded layer is reported: it follows inner
+// layers when there is depth left, and keeps the span when an inner layer
+// was found or when meaningful(decoded) holds.
+func (d *decoder) finish(start, end int, enc string, decoded string, depth int, meaningful func(string) bool) (span, bool) {
+	if !printable(decoded) {
+		return span{}, false
+	}
+	d.budget -= len(decoded)
+	sp := span{start: start, end: end, chain: []string{enc}, decoded: decoded}
+	if depth < MaxLayers {
+		if inner := d.spans(decoded, depth+1); len(inner) > 0 {
+			sp.chain = append(sp.chain, inner[0].chain...)
+			sp.decoded = substitute(decoded, inner)
+			return sp, true
+		}
+	}
+	return sp, meaningful(decoded)
+}
+
+// substitute replaces each inner span of s by its decoding.
+func substitute(s string, inner []span) string {
+	var b strings.Builder
+	last := 0
+	for _, sp := range inner {
+		b.WriteString(s[last:sp.start])
+		b.WriteString(sp.decoded)
+		last = sp.end
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// --- base64, base32, hex runs ---
+
+func isB64(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '-' || c == '_'
+}
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// run examines the maximal base64-alphabet run starting at i as hex, then
+// base32, then base64, and keeps the first meaningful reading.
+func (d *decoder) run(s string, i, depth int) (span, bool) {
+	end := i
+	for end < len(s) && isB64(s[end]) {
+		end++
+	}
+	body := s[i:end]
+	for n := 0; n < 2 && end < len(s) && s[end] == '='; n++ {
+		end++
+	}
+	if len(body) < minEncodedRun {
+		return span{start: i, end: end}, false
+	}
+	hexBody := body
+	if len(hexBody) > 2 && hexBody[0] == '0' && (hexBody[1] == 'x' || hexBody[1] == 'X') {
+		hexBody = hexBody[2:]
+	}
+	if len(hexBody) >= minEncodedRun && len(hexBody)%2 == 0 && allBytes(hexBody, isHexDigit) {
+		if b, err := hex.DecodeString(hexBody); err == nil {
+			if sp, ok := d.finish(i, end, "hex", string(b), depth, meaningful); ok {
+				return sp, true
+			}
+		}
+	}
+	if isBase32(body) {
+		padded := strings.ToUpper(body)
+		if r := len(padded) % 8; r != 0 {
+			padded += strings.Repeat("=", 8-r)
+		}
+		if b, err := base32.StdEncoding.DecodeString(padded); err == nil {
+			if sp, ok := d.finish(i, end, "base32", string(b), depth, meaningful); ok {
+				return sp, true
+			}
+		}
+	}
+	norm := strings.NewReplacer("-", "+", "_", "/").Replace(body)
+	if len(norm)%4 == 1 {
+		norm = norm[:len(norm)-1]
+	}
+	if b, err := base64.RawStdEncoding.DecodeString(norm); err == nil {
+		if sp, ok := d.finish(i, end, "base64", string(b), depth, meaningful); ok {
+			return sp, true
+		}
+	}
+	return span{}, false
+}
+
+func isBase32(s string) bool {
+	upper, lower := true, true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case '2' <= c && c <= '7':
+		case 'A' <= c && c <= 'Z':
+			lower = false
+		case 'a' <= c && c <= 'z':
+			upper = false
+		default:
+			return false
+		}
+	}
+	return upper || lower
+}
+
+func allBytes(s string, f func(byte) bool) bool {
+	for i := 0; i < len(s); i++ {
+		if !f(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// --- percent encoding ---
+
+// percent examines the token (run of non-space, non-quote bytes) around a
+// '%': it is reported only when its encoding is suspicious, since ordinary
+// URLs encode spaces and punctuation: encoded letters, digits or dots
+// (which never need encoding), encoded traversal (../), or double
+// encoding (%25 followed by two hex digits).
+func (d *decoder) percent(s string, i, depth int) (span, bool) {
+	if i+2 >= len(s) || !isHexDigit(s[i+1]) || !isHexDigit(s[i+2]) {
+		return span{}, false
+	}
+	start := i
+	for start > 0 && isTokenByte(s[start-1]) {
+		start--
+	}
+	end := i
+	for end < len(s) && isTokenByte(s[end]) {
+		end++
+	}
+	tok := s[start:end]
+	var b strings.Builder
+	suspicious := false
+	for j := 0; j < len(tok); j++ {
+		if tok[j] == '%' && j+2 < len(tok) && isHexDigit(tok[j+1]) && isHexDigit(tok[j+2]) {
+			v, _ := strconv.ParseUint(tok[j+1:j+3], 16, 8)
+			c := byte(v)
+			if isAlnum(c) || c == '.' || (c == '%' && j+4 < len(tok) && isHexDigit(tok[j+3]) && isHexDigit(tok[j+4])) {
+				suspicious = true
+			}
+			b.WriteByte(c)
+			j += 2
+			continue
+		}
+		b.WriteByte(tok[j])
+	}
+	decoded := b.String()
+	if strings.Contains(decoded, "../") || strings.Contains(decoded, `..\`) {
+		suspicious = suspicious || !strings.Contains(tok, "../")
+	}
+	if !suspicious {
+		return span{start: start, end: end}, false
+	}
+	return d.finish(start, end, "percent", decoded, depth, func(string) bool { return true })
+}
+
+func isTokenByte(c byte) bool {
+	return c > ' ' && c != '"' && c != '\'' && c != '`' && c != '<' && c != '>' && c < 0x7f
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// --- HTML entities ---
+
+// entities examines a cluster of HTML character references starting at i
+// (references at most 8 bytes apart). It is reported when a numeric
+// reference encodes a letter or digit, or when at least 4 references stand
+// side by side; a lone &amp; is ordinary.
+func (d *decoder) entities(s string, i, depth int) (span, bool) {
+	start, end := i, i
+	count, run, maxRun, alnum := 0, 0, 0, false
+	for j := i; j < len(s); {
+		n, c, numeric := entityAt(s, j)
+		if n == 0 {
+			if j-end >= 8 || s[j] == '\n' {
+				break
+			}
+			j++
+			continue
+		}
+		if j == end {
+			run++
+		} else {
+			run = 1
+		}
+		maxRun = max(maxRun, run)
+		count++
+		if numeric && c < utf8.RuneSelf && isAlnum(byte(c)) {
+			alnum = true
+		}
+		j += n
+		end = j
+		if count > 4096 {
+			break
+		}
+	}
+	if count == 0 {
+		return span{}, false
+	}
+	if !alnum && maxRun < 4 {
+		return span{start: start, end: end}, false
+	}
+	return d.finish(start, end, "html", html.UnescapeString(s[start:end]), depth, func(string) bool { return true })
+}
+
+// entityAt returns the length of the character reference at s[j:] (0 if
+// none), the rune it encodes for numeric ones, and whether it is numeric.
+func entityAt(s string, j int) (int, rune, bool) {
+	if j >= len(s) || s[j] != '&' {
+		return 0, 0, false
+	}
+	k := j + 1
+	if k < len(s) && s[k] == '#' {
+		k++
+		base := 10
+		if k < len(s) && (s[k] == 'x' || s[k] == 'X') {
+			base = 16
+			k++
+		}
+		ds := k
+		for k < len(s) && k-ds < 8 && (base == 16 && isHexDigit(s[k]) || base == 10 && '0' <= s[k] && s[k] <= '9') {
+			k++
+		}
+		if k == ds || k >= len(s) || s[k] != ';' {
+			return 0, 0, false
+		}
+		v, err := strconv.ParseUint(s[ds:k], base, 32)
+		if err != nil {
+			return 0, 0, false
+		}
+		return k + 1 - j, rune(v), true
+	}
+	ns := k
+	for k < len(s) && k-ns < 12 && isAlnum(s[k]) {
+		k++
+	}
+	if k-ns < 2 || k >= len(s) || s[k] != ';' {
+		return 0, 0, false
+	}
+	if html.UnescapeString(s[j:k+1]) == s[j:k+1] {
+		return 0, 0, false // not a known entity
+	}
+	return k + 1 - j, 0, false
+}
+
+// --- backslash escapes ---
+
+// escapes examines a cluster of \xHH, \uHHHH and \u{H...} escapes starting
+// at i (escapes at most 8 bytes apart). It is reported when an escape
+// encodes an ASCII letter or digit, or when at least 4 stand side by side.
+func (d *decoder) escapes(s string, i, depth int) (span, bool) {
+	var b []byte
+	start, end := i, i
+	count, run, maxRun, alnum := 0, 0, 0, false
+	for j := i; j < len(s); {
+		n, v, isByte := escapeAt(s, j)
+		if n == 0 {
+			if j-end >= 8 || s[j] == '\n' {
+				break
+			}
+			j++
+			continue
+		}
+		if count > 0 {
+			b = append(b, s[end:j]...)
+		}
+		if j == end {
+			run++
+		} else {
+			run = 1
+		}
+		maxRun = max(maxRun, run)
+		count++
+		if v < utf8.RuneSelf && isAlnum(byte(v)) {
+			alnum = true
+		}
+		if isByte {
+			b = append(b, byte(v))
+		} else {
+			b = utf8.AppendRune(b, v)
+		}
+		j += n
+		end = j
+		if len(b) > MaxDecodedPerRun {
+			break
+		}
+	}
+	if count == 0 {
+		return span{}, false
+	}
+	if !alnum && maxRun < 4 {
+		return span{start: start, end: end}, false
+	}
+	return d.finish(start, end, "escape", string(b), depth, func(string) bool { return true })
+}
+
+// escapeAt returns the length of the escape at s[j:] (0 if none), its
+// value, and whether it is a byte (\x) rather than a code point.
+func escapeAt(s string, j int) (int, rune, bool) {
+	if j+1 >= len(s) || s[j] != '\\' {
+		return 0, 0, false
+	}
+	switch s[j+1] {
+	case 'x':
+		if j+3 < len(s) && isHexDigit(s[j+2]) && isHexDigit(s[j+3]) {
+			v, _ := strconv.ParseUint(s[j+2:j+4], 16, 8)
+			return 4, rune(v), true
+		}
+	case 'u':
+		if j+2 < len(s) && s[j+2] == '{' {
+			k := j + 3
+			for k < len(s) && k-j-3 < 6 && isHexDigit(s[k]) {
+				k++
+			}
+			if k > j+3 && k < len(s) && s[k] == '}' {
+				v, _ := strconv.ParseUint(s[j+3:k], 16, 32)
+				if v <= unicode.MaxRune {
+					return k + 1 - j, rune(v), false
+				}
+			}
+			return 0, 0, false
+		}
+		if j+5 < len(s) && allBytes(s[j+2:j+6], isHexDigit) {
+			v, _ := strconv.ParseUint(s[j+2:j+6], 16, 32)
+			return 6, rune(v), false
+		}
+	}
+	return 0, 0, false
+}
+
+// --- what counts as text ---
+
+// printable reports whether s is valid UTF-8 and at least 95% printable
+// (graphic runes, spaces, tabs and newlines), with no NUL.
+func printable(s string) bool {
+	if s == "" || !utf8.ValidString(s) {
+		return false
+	}
+	total, bad := 0, 0
+	for _, r := range s {
+		total++
+		if r == 0 {
+			return false
+		}
+		if !unicode.IsGraphic(r) && r != '\n' && r != '\r' && r != '\t' {
+			bad++
+		}
+	}
+	return bad*20 <= total
+}
+
+// meaningful reports whether decoded bytes read as text rather than as the
+// accidental decoding of an id, hash or random token: printable, with at
+// least 3 letters, letters making up a good share of it, and word-like
+// structure (a space between words, shell punctuation, or a URL or path).
+func meaningful(s string) bool {
+	if len(s) < 4 || !printable(s) {
+		return false
+	}
+	letters, others, total := 0, 0, 0
+	for _, r := range s {
+		total++
+		switch {
+		case unicode.IsLetter(r):
+			letters++
+		case unicode.IsDigit(r) || r == ' ':
+		default:
+			others++
+		}
+	}
+	if letters < 3 || letters*2 < total || others*3 > total {
+		return false
+	}
+	return wordSpace(s) || strings.ContainsAny(s, "|;&<>$`") || strings.Contains(s, "://") || pathShape(s)
+}
+
+// wordSpace reports whether a space follows a word somewhere in s and is
+// followed by a word, an option or a path ("rm -rf /", "cat ~/.ssh").
+func wordSpace(s string) bool {
+	for i := 1; i+1 < len(s); i++ {
+		if s[i] == ' ' && isLetterByte(s[i-1]) && (isLetterByte(s[i+1]) || strings.IndexByte("-/.~", s[i+1]) >= 0) {
+			return true
+		}
+	}
+	return false
+}
+
+func isLetterByte(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+// pathShape reports a Unix path: at least two '/' each followed by a letter.
+func pathShape(s string) bool {
+	n := 0
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] == '/' && (isLetterByte(s[i+1]) || s[i+1] == '.') {
+			n++
+		}
+	}
+	return n >= 2
+}
+
+// --- invisible characters ---
+
+func isZeroWidth(r rune) bool {
+	return r >= 0x200B && r <= 0x200D || r == 0x2060 || r == 0xFEFF
+}
+
+func isBidi(r rune) bool {
+	return r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 || r == 0x200E || r == 0x200F
+}
+
+// invisibleFindings reports zero-width characters (ENCODED-007; a BOM at
+// the very start is ignored) and bidi controls (ENCODED-008), one finding
+// each per text at the first occurrence.
+func invisibleFindings(t Text) []Finding {
+	zwFirst, zwCount, bidiFirst, bidiCount := -1, 0, -1, 0
+	for i, r := range t.Text {
+		switch {
+		case isZeroWidth(r) && !(r == 0xFEFF && i == 0):
+			if zwFirst < 0 {
+				zwFirst = i
+			}
+			zwCount++
+		case isBidi(r):
+			if bidiFirst < 0 {
+				bidiFirst = i
+			}
+			bidiCount++
+		}
+	}
+	var out []Finding
+	if zwCount > 0 {
+		cleaned := strings.Map(func(r rune) rune {
+			if isZeroWidth(r) {
+				return -1
+			}
+			return r
+		}, t.Text)
+		out = append(out, Finding{
+			Code: "ENCODED-007", Where: t.Where, Encodings: []string{"zero-width"}, Offset: zwFirst,
+			Message: fmt.Sprintf("%d zero-width character(s) in %s", zwCount, t.Where),
+			Decoded: clip(cleaned, MaxDecoded),
+		})
+	}
+	if bidiCount > 0 {
+		var b strings.Builder
+		for _, r := range t.Text {
+			if b.Len() > MaxDecoded {
+				break
+			}
+			if isBidi(r) {
+				fmt.Fprintf(&b, "[U+%04X]", r)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+		out = append(out, Finding{
+			Code: "ENCODED-008", Where: t.Where, Encodings: []string{"bidi"}, Offset: bidiFirst,
+			Message: fmt.Sprintf("%d bidi control character(s) in %s", bidiCount, t.Where),
+			Decoded: clip(b.String(), MaxDecoded),
+		})
+	}
+	return out
+}
+
+// --- homoglyphs ---
+
+// confusables maps Cyrillic and Greek letters that look like Latin ones to
+// the Latin letter.
+var confusables = map[rune]rune{
+	// Cyrillic
+	'а': 'a', 'е': 'e', 'о': 'o', 'р': 'p', 'с': 'c', 'у': 'y', 'х': 'x', 'і': 'i', 'ј': 'j', 'ѕ': 's',
+	'ԁ': 'd', 'һ': 'h', 'ԛ': 'q', 'ԝ': 'w', 'ӏ': 'l', 'ь': 'b', 'ɡ': 'g',
+	'А': 'A', 'В': 'B', 'Е': 'E', 'К': 'K', 'М': 'M', 'Н': 'H', 'О': 'O', 'Р': 'P', 'С': 'C', 'Т': 'T',
+	'Х': 'X', 'У': 'Y', 'І': 'I', 'Ј': 'J', 'Ѕ': 'S', 'Ԁ': 'D', 'Ԛ': 'Q', 'Ԝ': 'W',
+	// Greek
+	'α': 'a', 'ο': 'o', 'ρ': 'p', 'ν': 'v', 'υ': 'u', 'ι': 'i', 'κ': 'k', 'χ': 'x', 'ε': 'e',
+	'Α': 'A', 'Β': 'B', 'Ε': 'E', 'Ζ': 'Z', 'Η': 'H', 'Ι': 'I', 'Κ': 'K', 'Μ': 'M', 'Ν': 'N',
+	'Ο': 'O', 'Ρ': 'P', 'Τ': 'T', 'Υ': 'Y', 'Χ': 'X',
+}
+
+// homoglyphFindings reports words that mix ASCII Latin letters with
+// Cyrillic or Greek look-alikes (ENCODED-009), with the word's ASCII
+// skeleton in Decoded.
+func homoglyphFindings(t Text) []Finding {
+	var out []Finding
+	s := t.Text
+	for i := 0; i < len(s) && len(out) < maxHomoglyphs; {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if !unicode.IsLetter(r) {
+			i += size
+			continue
+		}
+		start := i
+		latin, look := false, false
+		for i < len(s) {
+			r, size = utf8.DecodeRuneInString(s[i:])
+			if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+				break
+			}
+			if r < utf8.RuneSelf {
+				latin = latin || isLetterByte(byte(r))
+			} else if _, ok := confusables[r]; ok {
+				look = true
+			}
+			i += size
+		}
+		if latin && look {
+			word := s[start:i]
+			skeleton := strings.Map(func(r rune) rune {
+				if l, ok := confusables[r]; ok {
+					return l
+				}
+				return r
+			}, word)
+			out = append(out, Finding{
+				Code: "ENCODED-009", Where: t.Where, Encodings: []string{"homoglyph"}, Offset: start,
+				Message: fmt.Sprintf("mixed-script word in %s reads as %q", t.Where, clip(skeleton, 64)),
+				Decoded: clip(skeleton, MaxDecoded),
+			})
+		}
+	}
+	return out
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}

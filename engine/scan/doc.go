@@ -1,0 +1,32 @@
+// Package scan holds the text scanners behind toolgate's Tier 1 builtins:
+// a pattern matcher that runs many case-insensitive RE2 rules over request
+// text in one literal-prefiltered pass (Compile, RuleSet.Match), a bounded
+// multi-layer decoder that reports encoded or disguised content (Decode),
+// and a provenance check that finds argument values copied from untrusted
+// text (Provenance). It owns only this pure, deterministic Go text work: it
+// must not import OPA, read files, the network, the clock or any global
+// state, and it must never panic or take more than linear time on any input;
+// engine/ wraps these functions as builtins and the Rego policy decides what
+// the returned facts mean.
+//
+// Pattern rules are matched line by line (a match never spans a newline)
+// unless the pattern has a (?s) dot or a literal newline. A rule whose
+// required literals cannot be derived (or are shorter than 3 bytes) is
+// unfiltered: its regex runs over every whole text, which is much slower;
+// RuleSet.Unfiltered lists them.
+//
+// Decode's stable codes:
+//
+//	ENCODED-001  base64 (standard or URL alphabet, with or without padding)
+//	ENCODED-002  base32
+//	ENCODED-003  hex digit pairs (optionally 0x-prefixed)
+//	ENCODED-004  percent (URL) encoding of letters, digits or dots, encoded ../, or double encoding
+//	ENCODED-005  HTML character references: numeric ones for letters or digits, or 4+ in a row
+//	ENCODED-006  \xHH, \uHHHH and \u{H...} escapes: of letters or digits, or 4+ in a row
+//	ENCODED-007  zero-width characters (U+200B..U+200D, U+2060, U+FEFF except a leading BOM)
+//	ENCODED-008  bidi control characters (U+202A..U+202E, U+2066..U+2069, U+200E, U+200F)
+//	ENCODED-009  a word mixing Latin letters with Cyrillic or Greek look-alikes
+//
+// Codes 001-006 are reported only when the decoding (followed through up to
+// three nested layers) reads as text; the code is that of the outermost layer.
+package scan

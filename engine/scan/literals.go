@@ -1,0 +1,380 @@
+package scan
+
+import (
+	"regexp/syntax"
+	"strings"
+	"unicode"
+)
+
+// Limits for literal derivation: sets larger than maxLitSet or exact strings
+// longer than maxLitLen stop growing; required literals shorter than
+// minLitLen make the rule unfiltered.
+const (
+	maxLitSet = 64  // exact sets (cross products)
+	maxReqSet = 256 // required sets (unions over alternations)
+	maxLitLen = 64
+	minLitLen = 3
+)
+
+// litInfo describes what a regexp node can match: exact is the finite set of
+// all strings it matches (nil when unknown or too large); req is a set such
+// that every match contains at least one member (nil when none is known).
+type litInfo struct {
+	exact []string
+	req   []string
+	all   [][]string // further sets that every match also hits (conjunction)
+}
+
+// requiredLiterals returns lowercased ASCII literals such that every match
+// of re contains at least one of them, or nil when no useful set exists.
+func requiredLiterals(re *syntax.Regexp) []string {
+	sets := requiredSets(re)
+	if len(sets) == 0 {
+		return nil
+	}
+	return sets[0]
+}
+
+// requiredSets returns sets of literals such that every match of re
+// contains a member of each set, the most selective set first; nil when
+// no usable set exists. Sets with a member shorter than minLitLen are
+// dropped; at most maxSets are kept.
+func requiredSets(re *syntax.Regexp) [][]string {
+	info := analyze(re)
+	first := best(info)
+	var sets [][]string
+	if usable(first) {
+		sets = append(sets, first)
+	}
+	for _, s := range info.all {
+		if usable(s) && len(sets) < maxSets {
+			sets = append(sets, s)
+		}
+	}
+	if len(sets) == 0 {
+		return nil
+	}
+	// The most selective set goes first: windows are cut around its hits.
+	bi := 0
+	for i, s := range sets {
+		if better(s, sets[bi]) {
+			bi = i
+		}
+	}
+	sets[0], sets[bi] = sets[bi], sets[0]
+	return sets
+}
+
+const maxSets = 8
+
+func usable(set []string) bool {
+	if len(set) == 0 {
+		return false
+	}
+	for _, s := range set {
+		if len(s) < minLitLen {
+			return false
+		}
+	}
+	return true
+}
+
+func analyze(re *syntax.Regexp) litInfo {
+	switch re.Op {
+	case syntax.OpLiteral:
+		var b strings.Builder
+		for _, r := range re.Rune {
+			if r >= utf8RuneSelf {
+				return litInfo{} // only ASCII literals are prefiltered
+			}
+			b.WriteRune(unicode.ToLower(r))
+		}
+		return litInfo{exact: []string{collapseSpace(b.String())}}
+	case syntax.OpCharClass:
+		return analyzeClass(re)
+	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine,
+		syntax.OpBeginText, syntax.OpEndText, syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return litInfo{exact: []string{""}}
+	case syntax.OpCapture:
+		return analyze(re.Sub[0])
+	case syntax.OpPlus, syntax.OpStar, syntax.OpRepeat:
+		sub := analyze(re.Sub[0])
+		atLeastOne := re.Op == syntax.OpPlus || (re.Op == syntax.OpRepeat && re.Min >= 1)
+		if isSpaceSet(sub.exact) {
+			// The scanner sees any run of white space as one ' '.
+			if atLeastOne {
+				return litInfo{exact: []string{" "}}
+			}
+			return litInfo{exact: []string{"", " "}}
+		}
+		if atLeastOne {
+			return litInfo{req: best(sub), all: sub.all}
+		}
+		return litInfo{}
+	case syntax.OpQuest:
+		sub := analyze(re.Sub[0])
+		if sub.exact != nil {
+			return litInfo{exact: union(sub.exact, []string{""})}
+		}
+		return litInfo{}
+	case syntax.OpConcat:
+		return analyzeConcat(re.Sub)
+	case syntax.OpAlternate:
+		var exact, req []string
+		allExact, reqOK := true, true
+		for _, sub := range re.Sub {
+			info := analyze(sub)
+			if info.exact == nil {
+				allExact = false
+			} else {
+				exact = union(exact, info.exact)
+			}
+			if b := best(info); b == nil {
+				reqOK = false
+			} else {
+				req = union(req, b)
+			}
+		}
+		if allExact && len(exact) <= maxLitSet {
+			return litInfo{exact: exact}
+		}
+		if !reqOK || len(req) == 0 || len(req) > maxReqSet {
+			return litInfo{}
+		}
+		return litInfo{req: req}
+	}
+	return litInfo{} // star, any char, etc.
+}
+
+const utf8RuneSelf = 0x80
+
+// analyzeClass turns a small ASCII class (case variants of one letter, or a
+// few punctuation characters) into an exact set of one-byte strings.
+func analyzeClass(re *syntax.Regexp) litInfo {
+	seen := map[string]bool{}
+	var exact []string
+	for i := 0; i+1 < len(re.Rune); i += 2 {
+		lo, hi := re.Rune[i], re.Rune[i+1]
+		if lo == hi && (lo == '\u017F' || lo == '\u212A') {
+			continue // folds to s or k; texts holding them are scanned in full
+		}
+		if hi >= utf8RuneSelf || hi-lo > 8 {
+			return litInfo{}
+		}
+		for r := lo; r <= hi; r++ {
+			s := collapseSpace(string(unicode.ToLower(r)))
+			if !seen[s] {
+				seen[s] = true
+				exact = append(exact, s)
+			}
+		}
+		if len(exact) > 8 {
+			return litInfo{}
+		}
+	}
+	if len(exact) == 0 {
+		return litInfo{}
+	}
+	return litInfo{exact: exact}
+}
+
+// analyzeConcat multiplies out runs of exact children into longer literals
+// and keeps the most selective required set seen along the way.
+func analyzeConcat(subs []*syntax.Regexp) litInfo {
+	cur := []string{""} // cross product of the current run of exact children
+	var bestReq []string
+	var all [][]string
+	allExact := true
+	flush := func() {
+		if usable(cur) {
+			all = append(all, cur)
+		}
+		if better(cur, bestReq) {
+			bestReq = cur
+		}
+	}
+	for _, sub := range subs {
+		info := analyze(sub)
+		if info.exact != nil {
+			if next := cross(cur, info.exact); next != nil {
+				cur = next
+				continue
+			}
+			// Too large: close the run and start a new one with this child.
+			allExact = false
+			flush()
+			cur = info.exact
+			continue
+		}
+		allExact = false
+		flush()
+		if usable(info.req) {
+			all = append(all, info.req)
+		}
+		all = append(all, info.all...)
+		if better(info.req, bestReq) {
+			bestReq = info.req
+		}
+		cur = []string{""}
+	}
+	if allExact {
+		return litInfo{exact: cur}
+	}
+	flush()
+	return litInfo{req: bestReq, all: all}
+}
+
+// best returns the required set implied by info.
+func best(info litInfo) []string {
+	if info.exact != nil {
+		for _, s := range info.exact {
+			if s == "" {
+				return nil
+			}
+		}
+		return info.exact
+	}
+	return info.req
+}
+
+// better reports whether set a is more selective than b: a longer shortest
+// member wins, then fewer members. Sets holding "" are useless.
+func better(a, b []string) bool {
+	ma := minLen(a)
+	if ma <= 0 {
+		return false
+	}
+	mb := minLen(b)
+	if ma != mb {
+		return ma > mb
+	}
+	return len(a) < len(b)
+}
+
+func minLen(set []string) int {
+	if len(set) == 0 {
+		return -1
+	}
+	m := len(set[0])
+	for _, s := range set[1:] {
+		m = min(m, len(s))
+	}
+	return m
+}
+
+// cross returns every a+b, or nil when the result would be too large.
+func cross(as, bs []string) []string {
+	if len(as)*len(bs) > maxLitSet {
+		return nil
+	}
+	out := make([]string, 0, len(as)*len(bs))
+	seen := map[string]bool{}
+	for _, a := range as {
+		for _, b := range bs {
+			s := collapseSpace(a + b)
+			if len(s) > maxLitLen {
+				return nil
+			}
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func union(a, b []string) []string {
+	out := append([]string(nil), a...)
+	for _, s := range b {
+		dup := false
+		for _, t := range out {
+			if s == t {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// isSpaceByte reports the bytes the literal scanner folds into one ' '
+// (the white space of RE2's \s, plus vertical tab).
+func isSpaceByte(c byte) bool {
+	return c == ' ' || ('\t' <= c && c <= '\r')
+}
+
+// collapseSpace maps every run of white space in s to a single ' ', the
+// way the literal scanner sees text.
+func collapseSpace(s string) string {
+	if !strings.ContainsAny(s, " \t\n\v\f\r") {
+		return s
+	}
+	var b strings.Builder
+	prev := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isSpaceByte(c) {
+			if prev {
+				continue
+			}
+			prev, c = true, ' '
+		} else {
+			prev = false
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func isSpaceSet(set []string) bool {
+	if len(set) == 0 {
+		return false
+	}
+	for _, s := range set {
+		if s != " " {
+			return false
+		}
+	}
+	return true
+}
+
+// maxWidth returns the most runes a match of re can span, or -1 when
+// unbounded.
+func maxWidth(re *syntax.Regexp) int {
+	const unbounded = -1
+	switch re.Op {
+	case syntax.OpLiteral:
+		return len(re.Rune)
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return 1
+	case syntax.OpCapture, syntax.OpQuest:
+		return maxWidth(re.Sub[0])
+	case syntax.OpStar, syntax.OpPlus:
+		return unbounded
+	case syntax.OpRepeat:
+		w := maxWidth(re.Sub[0])
+		if re.Max < 0 || w < 0 {
+			return unbounded
+		}
+		return re.Max * w
+	case syntax.OpConcat, syntax.OpAlternate:
+		total := 0
+		for _, sub := range re.Sub {
+			w := maxWidth(sub)
+			if w < 0 {
+				return unbounded
+			}
+			if re.Op == syntax.OpConcat {
+				total += w
+			} else {
+				total = max(total, w)
+			}
+		}
+		return total
+	}
+	return 0 // empty-width assertions
+}

@@ -1,0 +1,293 @@
+package scan
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"regexp/syntax"
+	"strings"
+	"unicode/utf8"
+)
+
+// Rule is one suspicious-content pattern, as stored in the policy bundle's
+// data.json under toolgate.patterns.rules.
+type Rule struct {
+	Code    string `json:"code"`    // stable reason code, e.g. "PATTERN-005"
+	Name    string `json:"name"`    // short rule name, e.g. "pipe_to_shell"
+	Message string `json:"message"` // human message, e.g. "pipe to shell"
+	Pattern string `json:"pattern"` // RE2 regex; always matched case-insensitively
+}
+
+// Match is one rule matching one text.
+type Match struct {
+	Code, Name, Message string
+	Where               string // the Text's Where
+	Excerpt             string // the matched text, at most MaxExcerpt bytes, valid UTF-8
+	Offset              int    // byte offset of the match in the Text
+}
+
+// Limits of the pattern matcher.
+const (
+	MaxPatternLen = 4 << 10 // longest accepted pattern, in bytes
+	MaxExcerpt    = 120     // longest Match.Excerpt, in bytes
+	lineWindow    = 2 << 10 // window around a literal hit for single-line patterns
+	multiWindow   = 4 << 10 // window around a literal hit for patterns that can cross lines
+)
+
+// RuleSet is a compiled, immutable set of rules; safe for concurrent use.
+type RuleSet struct {
+	rules      []compiledRule
+	ac         *acMachine
+	litRule    []int // literal id → rule index
+	litSet     []int // literal id → index of its set in the rule's sets
+	unfiltered []int // rules without a usable required literal
+}
+
+type compiledRule struct {
+	Rule
+	re        *regexp.Regexp
+	multiline bool       // (?s) or a literal newline: windows span lines
+	width     int        // most runes a match spans; -1 when unbounded
+	sets      [][]string // every match holds a literal of each set; windows come from sets[0]
+	literals  []string   // sets[0]
+}
+
+// Compile validates and compiles rules. Each pattern must be valid RE2 of at
+// most MaxPatternLen bytes that cannot match the empty string; codes must be
+// non-empty and unique. Errors name the rule's code.
+func Compile(rules []Rule) (*RuleSet, error) {
+	rs := &RuleSet{}
+	seen := make(map[string]bool, len(rules))
+	var lits []string
+	var errs []error
+	for i, r := range rules {
+		cr, err := compileRule(r)
+		switch {
+		case strings.TrimSpace(r.Code) == "":
+			errs = append(errs, fmt.Errorf("rule %d: empty code", i))
+			continue
+		case seen[r.Code]:
+			errs = append(errs, fmt.Errorf("rule %s: duplicate code", r.Code))
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Errorf("rule %s: %w", r.Code, err))
+			continue
+		}
+		seen[r.Code] = true
+		idx := len(rs.rules)
+		rs.rules = append(rs.rules, cr)
+		if len(cr.sets) == 0 {
+			rs.unfiltered = append(rs.unfiltered, idx)
+			continue
+		}
+		for si, set := range cr.sets {
+			for _, l := range set {
+				lits = append(lits, l)
+				rs.litRule = append(rs.litRule, idx)
+				rs.litSet = append(rs.litSet, si)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	rs.ac = newAC(lits)
+	return rs, nil
+}
+
+func compileRule(r Rule) (compiledRule, error) {
+	if r.Pattern == "" {
+		return compiledRule{}, errors.New("empty pattern")
+	}
+	if len(r.Pattern) > MaxPatternLen {
+		return compiledRule{}, fmt.Errorf("pattern is %d bytes, over the %d-byte limit", len(r.Pattern), MaxPatternLen)
+	}
+	src := "(?i)" + r.Pattern
+	re, err := regexp.Compile(src)
+	if err != nil {
+		return compiledRule{}, fmt.Errorf("invalid pattern: %w", err)
+	}
+	if re.MatchString("") {
+		return compiledRule{}, errors.New("pattern matches the empty string")
+	}
+	tree, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return compiledRule{}, fmt.Errorf("invalid pattern: %w", err)
+	}
+	cr := compiledRule{Rule: r, re: re, multiline: spansLines(tree), width: maxWidth(tree), sets: requiredSets(tree)}
+	if len(cr.sets) > 0 {
+		cr.literals = cr.sets[0]
+	}
+	return cr, nil
+}
+
+// spansLines reports whether re is matched across lines: it has a dot in
+// (?s) mode or a literal newline. Other patterns are matched within the
+// line of each literal hit, so \s or [^x] in them never cross a newline.
+func spansLines(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpAnyChar:
+		return true
+	case syntax.OpLiteral:
+		for _, r := range re.Rune {
+			if r == '\n' {
+				return true
+			}
+		}
+	}
+	for _, sub := range re.Sub {
+		if spansLines(sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// Len returns the number of rules in the set.
+func (rs *RuleSet) Len() int { return len(rs.rules) }
+
+// Unfiltered returns the codes of rules that have no usable required
+// literal; they run their regex over every whole text and so cost more.
+func (rs *RuleSet) Unfiltered() []string {
+	var codes []string
+	for _, i := range rs.unfiltered {
+		codes = append(codes, rs.rules[i].Code)
+	}
+	return codes
+}
+
+type window struct{ start, end int }
+
+// Match runs every rule over every text and returns at most one Match per
+// (rule, text), ordered by text and then by rule. Each text is scanned once,
+// case-insensitively, for the rules' required literals; a rule runs only
+// if its text holds a literal of each of its required sets, and then its
+// regex runs only on windows around its literal hits: the hit's line, at most
+// 2 KB either side, so matches do not cross newlines; for patterns with a
+// (?s) dot or a literal newline, 4 KB either side. Unfiltered rules, and
+// every rule on a text holding U+017F or U+212A (which fold to ASCII
+// letters), run on the whole text.
+func (rs *RuleSet) Match(texts []Text) []Match {
+	if rs == nil || len(rs.rules) == 0 {
+		return nil
+	}
+	var out []Match
+	wins := make([][]window, len(rs.rules))
+	seen := make([]uint8, len(rs.rules)) // bit i: a literal of sets[i] occurs
+	for _, t := range texts {
+		if t.Text == "" {
+			continue
+		}
+		for i := range wins {
+			wins[i] = wins[i][:0]
+			seen[i] = 0
+		}
+		lower, fallback := t.Text, foldsToASCII(t.Text) // the scanner folds ASCII case itself
+		whole := window{0, len(t.Text)}
+		if fallback {
+			for i := range wins {
+				wins[i] = append(wins[i], whole)
+			}
+		} else {
+			for _, i := range rs.unfiltered {
+				wins[i] = append(wins[i], whole)
+			}
+			rs.ac.scan(lower, func(id, end int) {
+				ri := rs.litRule[id]
+				seen[ri] |= 1 << rs.litSet[id]
+				if rs.litSet[id] != 0 {
+					return
+				}
+				start := end - rs.ac.patLen[id]
+				if !rs.rules[ri].multiline && strings.IndexByte(lower[start:end], '\n') >= 0 {
+					return // a line-local match cannot contain this hit
+				}
+				w := rs.window(ri, lower, start, end)
+				ws := wins[ri]
+				if n := len(ws); n > 0 && w.start <= ws[n-1].end {
+					ws[n-1].start = min(ws[n-1].start, w.start)
+					ws[n-1].end = max(ws[n-1].end, w.end)
+					return
+				}
+				wins[ri] = append(ws, w)
+			})
+		}
+		for ri := range rs.rules {
+			r := &rs.rules[ri]
+			if !fallback && len(r.sets) > 0 && seen[ri] != 1<<len(r.sets)-1 {
+				continue // some required literal is missing from the text
+			}
+			for _, w := range wins[ri] {
+				loc := r.re.FindStringIndex(t.Text[w.start:w.end])
+				if loc == nil {
+					continue
+				}
+				s, e := w.start+loc[0], w.start+loc[1]
+				out = append(out, Match{
+					Code: r.Code, Name: r.Name, Message: r.Message, Where: t.Where,
+					Excerpt: clip(t.Text[s:e], MaxExcerpt), Offset: s,
+				})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// window returns the byte range the rule's regex examines around a literal
+// hit at [start,end). A match holding this hit lies within the rule's
+// maximum width of it, so for bounded patterns the window is that width
+// either side; otherwise it is the hit's line capped to lineWindow either
+// side, or multiWindow either side (starting at a line start when one is
+// near) for patterns that span lines. Line-local windows never leave the
+// hit's line. The start of a hit is estimated from the literal's length;
+// white space collapsed by the scanner makes the true start earlier, which
+// the width bound still covers (the end is exact).
+func (rs *RuleSet) window(ri int, lower string, start, end int) window {
+	r := &rs.rules[ri]
+	lo, hi := max(0, start-lineWindow), min(len(lower), end+lineWindow)
+	if r.multiline {
+		lo, hi = max(0, start-multiWindow), min(len(lower), end+multiWindow)
+	}
+	if r.width >= 0 {
+		lo = max(lo, backRunes(lower, end, r.width))
+		hi = min(hi, forwardRunes(lower, start, r.width))
+	}
+	if r.multiline {
+		if lo > 0 && r.width < 0 {
+			if nl := strings.IndexByte(lower[lo:start], '\n'); nl >= 0 {
+				lo += nl + 1
+			}
+		}
+		return window{runeStart(lower, lo), runeEnd(lower, hi)}
+	}
+	if lo < start {
+		if nl := strings.LastIndexByte(lower[lo:start], '\n'); nl >= 0 {
+			lo += nl + 1
+		}
+	}
+	if end < hi {
+		if nl := strings.IndexByte(lower[end:hi], '\n'); nl >= 0 {
+			hi = end + nl
+		}
+	}
+	return window{runeStart(lower, lo), runeEnd(lower, hi)}
+}
+
+// backRunes returns the offset n runes before i (at most 4n bytes).
+func backRunes(s string, i, n int) int {
+	for ; n > 0 && i > 0; n-- {
+		_, size := utf8.DecodeLastRuneInString(s[:i])
+		i -= size
+	}
+	return i
+}
+
+// forwardRunes returns the offset n runes after i.
+func forwardRunes(s string, i, n int) int {
+	for ; n > 0 && i < len(s); n-- {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return i
+}

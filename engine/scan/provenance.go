@@ -1,0 +1,305 @@
+package scan
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Origin is an argument value found in untrusted text and in no trusted
+// text: a sign that the call may have been steered by injected content.
+type Origin struct {
+	Where string // argument path, e.g. "action.arguments.recipient"
+	Value string // the value as written in the argument, at most 200 bytes
+	Kind  string // url | domain | email | path | iban | account | phone | command | value
+	Block string // the Where of the first untrusted Text that contains it
+}
+
+const maxValue = 200
+
+var (
+	urlRE     = regexp.MustCompile(`(?i)\b(?:https?|ftp|wss?)://[^\s"'<>()\[\]{}]+`)
+	emailRE   = regexp.MustCompile(`(?i)\b[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,24}\b`)
+	domainRE  = regexp.MustCompile(`(?i)\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+([a-z]{2,24})\b`)
+	ibanRE    = regexp.MustCompile(`\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b`)
+	accountRE = regexp.MustCompile(`\b(?:0x)?[A-Za-z0-9]{8,64}\b`)
+	phoneRE   = regexp.MustCompile(`(?:\+|\b)[0-9][0-9 ().-]{6,18}[0-9]\b`)
+	pathRE    = regexp.MustCompile(`(?:~|\.{1,2})?/[A-Za-z0-9._~-]+(?:/[A-Za-z0-9._~-]+)*/?|\b[A-Za-z0-9._-]+/[A-Za-z0-9._/-]*\.[A-Za-z0-9]{1,6}\b`)
+	dateRE    = regexp.MustCompile(`^[0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2}|^[0-9]{1,2}[-/.][0-9]{1,2}[-/.][0-9]{2,4}`)
+)
+
+// commonTLDs are the top-level domains accepted for bare domains (URL hosts
+// are always accepted); file extensions such as .txt or .go are not here.
+var commonTLDs = map[string]bool{
+	"com": true, "net": true, "org": true, "io": true, "co": true, "ai": true, "dev": true, "app": true,
+	"info": true, "biz": true, "us": true, "uk": true, "de": true, "fr": true, "ru": true, "cn": true,
+	"xyz": true, "me": true, "tv": true, "gov": true, "edu": true, "site": true, "online": true,
+	"top": true, "shop": true, "cc": true, "ly": true, "gg": true, "link": true, "example": true,
+	"eu": true, "ch": true, "nl": true, "es": true, "it": true, "jp": true, "in": true, "br": true,
+	"ca": true, "au": true, "store": true, "tech": true, "cloud": true, "club": true, "live": true,
+}
+
+type candidate struct {
+	arg, pos int
+	kind     string
+	value    string // as written
+	key      string // what is searched: lower-case, spaces collapsed
+	compact  bool   // searched in compacted text (spaces and ()-. removed)
+}
+
+// Provenance reports the values in args that occur in at least one
+// untrusted text and in no trusted text, one Origin per (argument, value),
+// in argument order and then in order of appearance. Candidate values are
+// URLs (compared by host and path, without scheme or "www."), domains,
+// e-mail addresses, paths, IBANs and phone numbers (compared without
+// spaces and separators), long account-like ids, and the whole argument
+// when it is 8 to 200 bytes and more than a few plain words. Matching is
+// case-insensitive and respects word boundaries. Every text is scanned
+// once by one Aho-Corasick automaton per comparison form.
+func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
+	if len(untrusted) == 0 {
+		return nil
+	}
+	var cands []candidate
+	for i, a := range args {
+		cands = append(cands, extract(i, a)...)
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	var plainKeys, compactKeys []string
+	var plainIDs, compactIDs []int
+	for id, c := range cands {
+		if c.compact {
+			compactKeys, compactIDs = append(compactKeys, c.key), append(compactIDs, id)
+		} else {
+			plainKeys, plainIDs = append(plainKeys, c.key), append(plainIDs, id)
+		}
+	}
+	plain, compact := newAC(plainKeys), newAC(compactKeys)
+	find := func(text string, found func(id int)) {
+		scanBounded(plain, text, plainKeys, true, func(k int) { found(plainIDs[k]) })
+		if len(compactKeys) > 0 {
+			// Compacting removes the spaces that marked word edges.
+			scanBounded(compact, compactText(text), compactKeys, false, func(k int) { found(compactIDs[k]) })
+		}
+	}
+	inTrusted := make([]bool, len(cands))
+	for _, t := range trusted {
+		find(t, func(id int) { inTrusted[id] = true })
+	}
+	block := make([]int, len(cands))
+	for i := range block {
+		block[i] = -1
+	}
+	for ui, t := range untrusted {
+		find(t.Text, func(id int) {
+			if block[id] < 0 {
+				block[id] = ui
+			}
+		})
+	}
+	var hits []candidate
+	var blocks []int
+	for id, c := range cands {
+		if block[id] >= 0 && !inTrusted[id] {
+			hits = append(hits, c)
+			blocks = append(blocks, block[id])
+		}
+	}
+	return originsOf(args, untrusted, hits, blocks)
+}
+
+// originsOf removes redundant hits and builds the Origins: a value
+// contained in a longer found value of the same argument goes, except that
+// a whole-argument value goes instead when a specific value found in it
+// covers at least half of it; repeats go too.
+func originsOf(args []Text, untrusted []Text, hits []candidate, blocks []int) []Origin {
+	isWhole := func(c candidate) bool { return c.kind == "value" || c.kind == "command" }
+	drop := make([]bool, len(hits))
+	for i, h := range hits {
+		for j, o := range hits {
+			if i == j || o.arg != h.arg {
+				continue
+			}
+			switch {
+			case isWhole(h) && !isWhole(o) && 2*len(o.key) >= len(h.key):
+				drop[i] = true
+			case isWhole(o) && !isWhole(h) && 2*len(h.key) >= len(o.key):
+				// h stands for the whole value
+			case len(o.key) > len(h.key) && strings.Contains(o.key, h.key):
+				drop[i] = true
+			}
+		}
+	}
+	var out []Origin
+	seen := map[[2]string]bool{}
+	for i, h := range hits {
+		k := [2]string{args[h.arg].Where, h.key}
+		if drop[i] || seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, Origin{Where: args[h.arg].Where, Value: clip(h.value, maxValue), Kind: h.kind, Block: untrusted[blocks[i]].Where})
+	}
+	return out
+}
+
+// scanBounded reports keys found in text; with bounded, only where they
+// do not continue a word on either side.
+func scanBounded(m *acMachine, text string, keys []string, bounded bool, found func(k int)) {
+	if len(keys) == 0 {
+		return
+	}
+	m.scan(text, func(k, end int) {
+		if !bounded {
+			found(k)
+			return
+		}
+		if end < len(text) && isWordByte(text[end]) && isWordByte(text[end-1]) {
+			return
+		}
+		key := keys[k]
+		if !strings.ContainsAny(key, " ") {
+			start := end - len(key)
+			if start > 0 && isWordByte(text[start-1]) && isWordByte(text[start]) {
+				return
+			}
+		}
+		found(k)
+	})
+}
+
+// isWordByte: bytes that continue a value (so "pay.example" is not found
+// in "evil-pay.example").
+func isWordByte(c byte) bool { return isAlnum(c) || c == '-' || c == '_' }
+
+// compactText drops spaces and the separators ( ) - . so that IBANs and
+// phone numbers compare however they are grouped.
+func compactText(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case ' ', '\t', '\n', '\r', '(', ')', '-', '.':
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+// extract returns the candidate values of one argument, in order.
+func extract(arg int, a Text) []candidate {
+	s := a.Text
+	var out []candidate
+	add := func(pos int, kind, value, key string, compact bool) {
+		key = collapseSpace(strings.ToLower(strings.TrimSpace(key)))
+		if len(key) < 4 || len(value) > 4*maxValue {
+			return
+		}
+		out = append(out, candidate{arg: arg, pos: pos, kind: kind, value: value, key: key, compact: compact})
+	}
+	var taken [][]int // URL and e-mail spans: no domains or paths inside them
+	inside := func(loc []int) bool {
+		for _, t := range taken {
+			if loc[0] >= t[0] && loc[1] <= t[1] {
+				return true
+			}
+		}
+		return false
+	}
+	for _, loc := range urlRE.FindAllStringIndex(s, 16) {
+		u := strings.TrimRight(s[loc[0]:loc[1]], ".,;:!?")
+		taken = append(taken, []int{loc[0], loc[0] + len(u)})
+		rest := u[strings.Index(u, "://")+3:]
+		host, path, _ := strings.Cut(rest, "/")
+		host = strings.TrimSuffix(strings.TrimPrefix(strings.ToLower(host), "www."), ".")
+		if path = strings.TrimSuffix(path, "/"); path != "" {
+			add(loc[0], "url", u, host+"/"+path, false)
+		} else {
+			add(loc[0], "url", u, host, false)
+		}
+		add(loc[0], "domain", host, host, false)
+	}
+	for _, loc := range emailRE.FindAllStringIndex(s, 16) {
+		taken = append(taken, loc)
+		add(loc[0], "email", s[loc[0]:loc[1]], s[loc[0]:loc[1]], false)
+	}
+	for _, m := range domainRE.FindAllStringSubmatchIndex(s, 16) {
+		if inside(m[:2]) || !commonTLDs[strings.ToLower(s[m[2]:m[3]])] {
+			continue
+		}
+		d := strings.TrimPrefix(strings.ToLower(s[m[0]:m[1]]), "www.")
+		add(m[0], "domain", s[m[0]:m[1]], d, false)
+	}
+	for _, loc := range pathRE.FindAllStringIndex(s, 16) {
+		p := s[loc[0]:loc[1]]
+		if inside(loc) || len(p) < 5 || strings.Count(p, "/") == 0 || dateRE.MatchString(p) {
+			continue
+		}
+		add(loc[0], "path", p, p, false)
+	}
+	for _, loc := range ibanRE.FindAllStringIndex(s, 8) {
+		v := s[loc[0]:loc[1]]
+		add(loc[0], "iban", v, compactText(v), true)
+	}
+	for _, loc := range accountRE.FindAllStringIndex(s, 16) {
+		v := s[loc[0]:loc[1]]
+		if inside(loc) || countDigits(v) < 5 || dateRE.MatchString(v) {
+			continue
+		}
+		if ibanRE.MatchString(v) {
+			continue // already an IBAN
+		}
+		add(loc[0], "account", v, v, false)
+	}
+	for _, loc := range phoneRE.FindAllStringIndex(s, 8) {
+		v := strings.TrimSpace(s[loc[0]:loc[1]])
+		c := compactText(v)
+		if inside(loc) || countDigits(c) < 8 || dateRE.MatchString(v) || !strings.ContainsAny(v, " ()-.+") {
+			continue // plain digit runs are accounts, not phones
+		}
+		add(loc[0], "phone", v, c, true)
+	}
+	if v := strings.TrimSpace(s); len(v) >= 8 && len(v) <= maxValue && !plainWords(v) && !dateRE.MatchString(v) && !coveredBy(out, v) {
+		kind := "value"
+		if strings.HasSuffix(a.Where, ".command") || strings.HasSuffix(a.Where, ".cmd") || strings.HasSuffix(a.Where, ".script") {
+			kind = "command"
+		}
+		add(len(s), kind, v, v, false)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].pos < out[j].pos })
+	return out
+}
+
+// coveredBy reports whether one candidate is (almost) the whole value v, so
+// v adds nothing as a candidate of its own.
+func coveredBy(cands []candidate, v string) bool {
+	for _, c := range cands {
+		if 2*len(c.value) >= len(v) {
+			return true
+		}
+	}
+	return false
+}
+
+func countDigits(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if '0' <= s[i] && s[i] <= '9' {
+			n++
+		}
+	}
+	return n
+}
+
+// plainWords reports a value made only of letters, spaces and light
+// punctuation in at most three words: ordinary wording, not an identifier.
+func plainWords(s string) bool {
+	for _, r := range s {
+		if !(r == ' ' || r == ',' || r == '.' || r == '\'' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || r >= 0x80) {
+			return false
+		}
+	}
+	return len(strings.Fields(s)) <= 3
+}
