@@ -19,14 +19,15 @@ import (
 // returns facts; the policy decides over them.
 //
 //	toolgate.texts(input)                      {"arguments": [text], "untrusted": [text], "trusted": [string]}
-//	toolgate.match(texts, rules)               [{"code","name","message","where","excerpt"}]
+//	toolgate.match(texts, rules)               [{"code","name","message","where","excerpt","class"}]
 //	toolgate.decode(texts)                     [{"code","message","where","scope","encodings","decoded"}]
 //	toolgate.shell(command)                    [canonical command strings]
 //	toolgate.provenance(args, trusted, untrusted) [{"where","value","kind","block"}]
 //
 // A text is {"where": input path, "text": string, "scope": s}; a rule applies
 // to a text when its "scope" (or "target") is absent, "any", or equal to the
-// text's scope.
+// text's scope. Argument texts also carry "key", their top-level argument
+// name. A match carries its rule's "class" when the rule has one.
 var (
 	textObject = types.NewObject([]*types.StaticProperty{
 		types.NewStaticProperty("where", types.S),
@@ -76,8 +77,18 @@ func builtinTexts(_ rego.BuiltinContext, in *ast.Term) (*ast.Term, error) {
 		return nil, fmt.Errorf("toolgate.texts: input must be an object")
 	}
 	args := []*ast.Term{}
-	if v := getPath(obj, "action", "arguments"); v != nil {
-		collectStrings(v, "action.arguments", "arguments", &args)
+	if v, ok := getPath(obj, "action", "arguments").(ast.Object); ok {
+		for _, k := range v.Keys() {
+			key, ok := k.Value.(ast.String)
+			if !ok {
+				continue
+			}
+			n := len(args)
+			collectStrings(v.Get(k).Value, "action.arguments."+string(key), "arguments", &args)
+			for i := n; i < len(args); i++ { // each text knows its top-level argument
+				args[i] = withKey(args[i], key)
+			}
+		}
 	}
 	untrusted := []*ast.Term{}
 	trusted := []*ast.Term{}
@@ -106,6 +117,12 @@ func builtinTexts(_ rego.BuiltinContext, in *ast.Term) (*ast.Term, error) {
 		ast.Item(ast.InternedTerm("untrusted"), ast.ArrayTerm(untrusted...)),
 		ast.Item(ast.InternedTerm("trusted"), ast.ArrayTerm(trusted...)),
 	), nil
+}
+
+func withKey(t *ast.Term, key ast.String) *ast.Term {
+	obj := t.Value.(ast.Object)
+	obj.Insert(ast.InternedTerm("key"), ast.NewTerm(key))
+	return t
 }
 
 func textTerm(where, text, scope string) *ast.Term {
@@ -180,7 +197,8 @@ func texts(v ast.Value) (map[string][]scan.Text, error) {
 // the same data on every evaluation, so each set compiles once.
 type compiledRules struct {
 	rules   ast.Value
-	byScope map[string]*scan.RuleSet // "" = rules for texts with no scope
+	byScope map[string]*scan.RuleSet // "*" = rules for texts whose scope no rule names
+	class   map[string]*ast.Term     // code → the rule's "class", when it has one
 }
 
 var ruleCache sync.Map // hash → []*compiledRules
@@ -190,12 +208,12 @@ const maxCachedRuleSets = 64
 var ruleCacheSize int64
 var ruleCacheMu sync.Mutex
 
-func ruleSetFor(rules ast.Value, scope string) (*scan.RuleSet, error) {
+func compiledFor(rules ast.Value) (*compiledRules, error) {
 	h := rules.Hash()
 	if v, ok := ruleCache.Load(h); ok {
 		for _, c := range v.([]*compiledRules) {
 			if c.rules.Compare(rules) == 0 {
-				return c.forScope(scope)
+				return c, nil
 			}
 		}
 	}
@@ -213,14 +231,14 @@ func ruleSetFor(rules ast.Value, scope string) (*scan.RuleSet, error) {
 	list, _ := prev.([]*compiledRules)
 	ruleCache.Store(h, append(list, c))
 	ruleCacheSize++
-	return c.forScope(scope)
+	return c, nil
 }
 
-func (c *compiledRules) forScope(scope string) (*scan.RuleSet, error) {
+func (c *compiledRules) forScope(scope string) *scan.RuleSet {
 	if rs, ok := c.byScope[scope]; ok {
-		return rs, nil
+		return rs
 	}
-	return c.byScope["*"], nil
+	return c.byScope["*"]
 }
 
 func compileRules(v ast.Value) (*compiledRules, error) {
@@ -252,7 +270,13 @@ func compileRules(v ast.Value) (*compiledRules, error) {
 		}
 		all = append(all, scoped{r, scope})
 	}
-	c := &compiledRules{rules: v, byScope: map[string]*scan.RuleSet{}}
+	c := &compiledRules{rules: v, byScope: map[string]*scan.RuleSet{}, class: map[string]*ast.Term{}}
+	for i := 0; i < arr.Len(); i++ {
+		e := arr.Elem(i).Value
+		if cl := stringField(e, "class"); cl != "" {
+			c.class[stringField(e, "code")] = ast.StringTerm(cl)
+		}
+	}
 	build := func(scope string) error {
 		var rules []scan.Rule
 		for _, s := range all {
@@ -284,20 +308,24 @@ func builtinMatch(_ rego.BuiltinContext, textsTerm, rulesTerm *ast.Term) (*ast.T
 	if err != nil {
 		return nil, fmt.Errorf("toolgate.match: %w", err)
 	}
+	c, err := compiledFor(rulesTerm.Value)
+	if err != nil {
+		return nil, fmt.Errorf("toolgate.match: %w", err)
+	}
 	out := []*ast.Term{}
 	for _, scope := range sortedKeys(groups) {
-		rs, err := ruleSetFor(rulesTerm.Value, scope)
-		if err != nil {
-			return nil, fmt.Errorf("toolgate.match: %w", err)
-		}
-		for _, m := range rs.Match(groups[scope]) {
-			out = append(out, ast.ObjectTerm(
+		for _, m := range c.forScope(scope).Match(groups[scope]) {
+			items := [][2]*ast.Term{
 				ast.Item(ast.InternedTerm("code"), ast.StringTerm(m.Code)),
 				ast.Item(ast.InternedTerm("name"), ast.StringTerm(m.Name)),
 				ast.Item(ast.InternedTerm("message"), ast.StringTerm(m.Message)),
 				ast.Item(ast.InternedTerm("where"), ast.StringTerm(m.Where)),
 				ast.Item(ast.InternedTerm("excerpt"), ast.StringTerm(m.Excerpt)),
-			))
+			}
+			if cl, ok := c.class[m.Code]; ok {
+				items = append(items, ast.Item(ast.InternedTerm("class"), cl))
+			}
+			out = append(out, ast.ObjectTerm(items...))
 		}
 	}
 	return ast.ArrayTerm(out...), nil

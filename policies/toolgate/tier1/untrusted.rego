@@ -1,9 +1,16 @@
 # Untrusted context: text an attacker could have written (tool output, web
-# pages, files, e-mail) is in view. A low-risk tool passes. A scrutinized tool
-# (high or critical risk, or listed in additional_high_risk_tools) escalates
-# when a suspicious pattern or encoded content is found in its arguments or
-# in the untrusted blocks, or when an argument carries a value that only the
-# untrusted text holds (provenance); otherwise it passes.
+# pages, files, e-mail) is in view.
+# - A scrutinized tool (high or critical risk, or listed in
+#   additional_high_risk_tools) escalates when a suspicious pattern or encoded
+#   content is found in its arguments or in the untrusted blocks, or when a
+#   control argument carries a value that only the untrusted text holds
+#   (provenance); otherwise it passes (UNTRUSTED-003).
+# - Any other tool passes (UNTRUSTED-002) unless the untrusted text carries
+#   injection language (patterns of class "injection": instruction
+#   overrides, text addressed to the model, fake role markers): an agent that
+#   has just read an injection may be following it whatever it calls next, so
+#   the call escalates (UNTRUSTED-004). This is a deliberate choice: ordinary
+#   untrusted content never stops a low-risk call; an injection does.
 package toolgate.tier1
 
 import rego.v1
@@ -50,7 +57,30 @@ decoded_hits := toolgate.match(
 	patterns,
 )
 
-provenance := toolgate.provenance(texts.arguments, texts.trusted, texts.untrusted)
+# Provenance looks at control arguments only (recipients, URLs, accounts,
+# paths, commands): copying data from a tool's output into a message body is
+# what agents are for; taking a destination from it is what injections do.
+control_arguments := [t | some t in texts.arguments; not t.key in config.payload_keys]
+
+provenance := toolgate.provenance(control_arguments, texts.trusted, texts.untrusted)
+
+# injection_in_context: injection language in the untrusted blocks (or in
+# what they decode to).
+injection_hits contains m if {
+	has_untrusted
+	some m in pattern_hits
+	m.class == "injection"
+	startswith(m.where, "context.")
+}
+
+injection_hits contains m if {
+	has_untrusted
+	some m in decoded_hits
+	m.class == "injection"
+	startswith(m.where, "context.")
+}
+
+injection_in_context if count(injection_hits) > 0
 
 suspicious if count(pattern_hits) > 0
 
@@ -67,6 +97,18 @@ reasons contains reason("UNTRUSTED-002", "untrusted_context", sprintf("untrusted
 	known_tool
 	has_untrusted
 	not scrutinized
+	not injection_in_context
+}
+
+reasons contains reason("UNTRUSTED-004", "untrusted_context", sprintf("the untrusted context carries injection language; %q may be following it", [action_type]), "context.blocks", "escalate") if {
+	known_tool
+	not scrutinized
+	injection_in_context
+}
+
+reasons contains reason(m.code, m.name, sprintf("%s in %s", [m.message, m.where]), m.where, "escalate") if {
+	not injection_concern
+	some m in injection_hits
 }
 
 reasons contains reason("UNTRUSTED-003", "untrusted_context", sprintf("untrusted context in view; nothing suspicious found for %s-risk tool %q", [risk, action_type]), "context.blocks", "allow") if {
