@@ -101,6 +101,7 @@ var migrations = []string{
 		expires_at      INTEGER NOT NULL,
 		PRIMARY KEY (agent_id, conversation_id, step)
 	) WITHOUT ROWID;
+	CREATE INDEX reservations_expires_at ON reservations (expires_at);
 	CREATE TABLE fingerprints (
 		agent_id        TEXT NOT NULL,
 		conversation_id TEXT NOT NULL,
@@ -115,7 +116,12 @@ var migrations = []string{
 		at       INTEGER NOT NULL
 	);
 	CREATE INDEX request_log_agent_at ON request_log (agent_id, at);
-	CREATE INDEX request_log_at ON request_log (at);
+	CREATE TABLE request_window (
+		agent_id TEXT PRIMARY KEY,
+		n        INTEGER NOT NULL,
+		last_at  INTEGER NOT NULL
+	) WITHOUT ROWID;
+	CREATE INDEX request_window_last_at ON request_window (last_at);
 	CREATE TABLE daily_cost (
 		agent_id TEXT NOT NULL,
 		day      TEXT NOT NULL,

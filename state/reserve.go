@@ -108,46 +108,56 @@ func (s *Store) Reserve(ctx context.Context, req schema.Request, opts ReserveOpt
 	}
 	var facts schema.Facts
 	err = s.write(ctx, "reserve", func(tx *sql.Tx) error {
-		af, limits, err := agentFacts(ctx, tx, req.Agent, opts.RequireRegistration)
+		q := s.q
+		st := func(stmt *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, stmt) }
+		af, lim, err := agentFacts(ctx, st(q.agent), req.Agent, opts.RequireRegistration)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM request_log WHERE at <= ?", now.Add(-time.Hour).UnixNano()); err != nil {
+		bf := schema.BudgetFacts{MaxRequestsPerHour: lim.maxRequestsPerHour, MaxDailyCostUSD: lim.maxDailyCost}
+		cutoff := now.Add(-time.Hour).UnixNano()
+		if _, err := st(q.pruneStaleLog).ExecContext(ctx, cutoff); err != nil {
 			return fmt.Errorf("prune request log: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO request_log (agent_id, at) VALUES (?, ?)", agentID, now.UnixNano()); err != nil {
+		if _, err := st(q.pruneStaleWindow).ExecContext(ctx, cutoff); err != nil {
+			return fmt.Errorf("prune request windows: %w", err)
+		}
+		res, err := st(q.pruneAgentLog).ExecContext(ctx, agentID, cutoff)
+		if err != nil {
+			return fmt.Errorf("prune request log: %w", err)
+		}
+		expired, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("prune request log: %w", err)
+		}
+		if _, err := st(q.logRequest).ExecContext(ctx, agentID, now.UnixNano()); err != nil {
 			return fmt.Errorf("record request: %w", err)
 		}
-		bf, err := budgetFacts(ctx, tx, agentID, limits, now)
-		if err != nil {
-			return err
+		if err := st(q.bumpWindow).QueryRowContext(ctx, agentID, now.UnixNano(), expired).Scan(&bf.RequestsLastHour); err != nil {
+			return fmt.Errorf("count requests: %w", err)
 		}
-		cf, err := conversationFacts(ctx, tx, agentID, convo)
+		switch err := st(q.dailyCost).QueryRowContext(ctx, agentID, day(now)).Scan(&bf.CostTodayUSD); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return fmt.Errorf("read daily cost: %w", err)
+		}
+		cf, err := conversationFacts(ctx, st(q.conversation), st(q.recent), agentID, convo)
 		if err != nil {
 			return err
 		}
 		cf.Fingerprint = r.fingerprint
-		var holder string
-		var expires int64
-		switch err := tx.QueryRowContext(ctx, `SELECT holder, expires_at FROM reservations
-			WHERE agent_id = ? AND conversation_id = ? AND step = ?`, agentID, convo, step).Scan(&holder, &expires); {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
-			return fmt.Errorf("read reservation: %w", err)
-		case expires > now.UnixNano():
-			cf.Reserved = true
+		res, err = st(q.reserve).ExecContext(ctx, agentID, convo, step, r.holder, now.Add(ttl).UnixNano(), now.UnixNano())
+		if err != nil {
+			return fmt.Errorf("reserve step: %w", err)
 		}
-		if !cf.Reserved {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO reservations (agent_id, conversation_id, step, holder, expires_at)
-				VALUES (?, ?, ?, ?, ?) ON CONFLICT (agent_id, conversation_id, step)
-				DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at`,
-				agentID, convo, step, r.holder, now.Add(ttl).UnixNano()); err != nil {
-				return fmt.Errorf("reserve step: %w", err)
-			}
-			// Reservations left by a crashed process: gone after a day.
-			if _, err := tx.ExecContext(ctx, "DELETE FROM reservations WHERE expires_at < ?", now.Add(-24*time.Hour).UnixNano()); err != nil {
-				return fmt.Errorf("prune reservations: %w", err)
-			}
+		held, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("reserve step: %w", err)
+		}
+		cf.Reserved = held == 0
+		// Reservations left by a crashed process: gone after a day.
+		if _, err := st(q.pruneReservations).ExecContext(ctx, now.Add(-24*time.Hour).UnixNano()); err != nil {
+			return fmt.Errorf("prune reservations: %w", err)
 		}
 		facts = schema.Facts{Agent: &af, Conversation: &cf, Budget: &bf}
 		return nil
@@ -167,9 +177,12 @@ type limits struct {
 	maxRequestsPerHour int
 }
 
-func agentFacts(ctx context.Context, q querier, ag schema.Agent, required bool) (schema.AgentFacts, limits, error) {
+func agentFacts(ctx context.Context, stmt *sql.Stmt, ag schema.Agent, required bool) (schema.AgentFacts, limits, error) {
 	af := schema.AgentFacts{TokenRequired: required}
-	a, hash, err := getAgent(ctx, q, ag.ID)
+	a, hash, err := scanAgent(stmt.QueryRowContext(ctx, ag.ID))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return af, limits{}, nil
@@ -186,6 +199,7 @@ func agentFacts(ctx context.Context, q querier, ag schema.Agent, required bool) 
 	return af, limits{maxDailyCost: a.MaxDailyCostUSD, maxRequestsPerHour: a.MaxRequestsPerHour}, nil
 }
 
+// budgetFacts reads the budget for Budget; Reserve keeps a running count.
 func budgetFacts(ctx context.Context, q querier, agentID string, l limits, now time.Time) (schema.BudgetFacts, error) {
 	bf := schema.BudgetFacts{MaxRequestsPerHour: l.maxRequestsPerHour, MaxDailyCostUSD: l.maxDailyCost}
 	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM request_log WHERE agent_id = ? AND at > ?",
@@ -204,22 +218,15 @@ func budgetFacts(ctx context.Context, q querier, agentID string, l limits, now t
 // day is the UTC calendar day budgets are kept by.
 func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
-type rowsQuerier interface {
-	querier
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-func conversationFacts(ctx context.Context, q rowsQuerier, agentID, convo string) (schema.ConversationFacts, error) {
+func conversationFacts(ctx context.Context, conv, recent *sql.Stmt, agentID, convo string) (schema.ConversationFacts, error) {
 	cf := schema.ConversationFacts{Recent: []string{}}
-	switch err := q.QueryRowContext(ctx, "SELECT steps_approved, last_step FROM conversations WHERE agent_id = ? AND conversation_id = ?",
-		agentID, convo).Scan(&cf.StepsApproved, &cf.LastStep); {
+	switch err := conv.QueryRowContext(ctx, agentID, convo).Scan(&cf.StepsApproved, &cf.LastStep); {
 	case errors.Is(err, sql.ErrNoRows):
 		return cf, nil
 	case err != nil:
 		return cf, fmt.Errorf("read conversation: %w", err)
 	}
-	rows, err := q.QueryContext(ctx, `SELECT fingerprint FROM fingerprints WHERE agent_id = ? AND conversation_id = ?
-		ORDER BY seq DESC LIMIT ?`, agentID, convo, RecentWindow)
+	rows, err := recent.QueryContext(ctx, agentID, convo, RecentWindow)
 	if err != nil {
 		return cf, fmt.Errorf("read fingerprints: %w", err)
 	}
@@ -261,9 +268,10 @@ func (r *Reservation) Commit(ctx context.Context, costUSD float64) error {
 	if now.IsZero() {
 		now = time.Now()
 	}
+	q := r.s.q
 	err := r.s.write(ctx, "commit", func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM reservations
-			WHERE agent_id = ? AND conversation_id = ? AND step = ? AND holder = ?`, r.agentID, r.convo, r.step, r.holder)
+		st := func(stmt *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, stmt) }
+		res, err := st(q.dropReservation).ExecContext(ctx, r.agentID, r.convo, r.step, r.holder)
 		if err != nil {
 			return fmt.Errorf("drop reservation: %w", err)
 		}
@@ -273,27 +281,19 @@ func (r *Reservation) Commit(ctx context.Context, costUSD float64) error {
 			return fmt.Errorf("commit step %d: expired and taken by another request: %w", r.step, ErrReservationLost)
 		}
 		var seq int64
-		if err := tx.QueryRowContext(ctx, `INSERT INTO conversations (agent_id, conversation_id, steps_approved, last_step, next_seq, updated_at)
-			VALUES (?, ?, 1, ?, 1, ?) ON CONFLICT (agent_id, conversation_id) DO UPDATE SET
-			steps_approved = steps_approved + 1, last_step = max(last_step, excluded.last_step),
-			next_seq = next_seq + 1, updated_at = excluded.updated_at
-			RETURNING next_seq`, r.agentID, r.convo, r.step, now.UnixNano()).Scan(&seq); err != nil {
+		if err := st(q.consume).QueryRowContext(ctx, r.agentID, r.convo, r.step, now.UnixNano()).Scan(&seq); err != nil {
 			return fmt.Errorf("consume step: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO fingerprints (agent_id, conversation_id, seq, step, fingerprint, approved_at)
-			VALUES (?, ?, ?, ?, ?, ?)`, r.agentID, r.convo, seq, r.step, r.fingerprint, now.UnixNano()); err != nil {
+		if _, err := st(q.addFingerprint).ExecContext(ctx, r.agentID, r.convo, seq, r.step, r.fingerprint, now.UnixNano()); err != nil {
 			return fmt.Errorf("record fingerprint: %w", err)
 		}
 		if seq > RecentWindow {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM fingerprints WHERE agent_id = ? AND conversation_id = ? AND seq <= ?`,
-				r.agentID, r.convo, seq-RecentWindow); err != nil {
+			if _, err := st(q.pruneFingerprints).ExecContext(ctx, r.agentID, r.convo, seq-RecentWindow); err != nil {
 				return fmt.Errorf("prune fingerprints: %w", err)
 			}
 		}
 		if costUSD > 0 {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO daily_cost (agent_id, day, cost_usd) VALUES (?, ?, ?)
-				ON CONFLICT (agent_id, day) DO UPDATE SET cost_usd = cost_usd + excluded.cost_usd`,
-				r.agentID, day(now), costUSD); err != nil {
+			if _, err := st(q.addCost).ExecContext(ctx, r.agentID, day(now), costUSD); err != nil {
 				return fmt.Errorf("add cost: %w", err)
 			}
 		}
@@ -319,8 +319,7 @@ func (r *Reservation) Release(ctx context.Context) error {
 		return nil
 	}
 	err := r.s.write(ctx, "release", func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM reservations
-			WHERE agent_id = ? AND conversation_id = ? AND step = ? AND holder = ?`, r.agentID, r.convo, r.step, r.holder)
+		_, err := tx.StmtContext(ctx, r.s.q.dropReservation).ExecContext(ctx, r.agentID, r.convo, r.step, r.holder)
 		return err
 	})
 	if err != nil {
@@ -355,7 +354,7 @@ func (s *Store) Budget(ctx context.Context, agentID string, now time.Time) (sche
 // Conversation reads a conversation's approved history (without a
 // fingerprint for a new request), for inspection and tests.
 func (s *Store) Conversation(ctx context.Context, agentID, conversationID string) (schema.ConversationFacts, error) {
-	cf, err := conversationFacts(ctx, s.db, agentID, conversationID)
+	cf, err := conversationFacts(ctx, s.q.conversation, s.q.recent, agentID, conversationID)
 	if err != nil {
 		return cf, s.fail("read conversation", err)
 	}

@@ -453,6 +453,20 @@ func TestBudget(t *testing.T) {
 	if b.RequestsLastHour != 4 || b.CostTodayUSD != 0.875 {
 		t.Errorf("after a released request: %+v", b)
 	}
+	// Two hours later the window is empty: the running count starts again
+	// at this request, and the idle hour's rows are gone.
+	res, f, err = s.Reserve(ctx, request(a.ID, "c", 4, "calculate", nil, ""), ReserveOptions{Now: t0.Add(3 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Release(ctx)
+	if f.Budget.RequestsLastHour != 1 {
+		t.Errorf("first request after an idle hour: requests_last_hour %d, want 1", f.Budget.RequestsLastHour)
+	}
+	var rows int
+	if err := s.DB().QueryRowContext(ctx, "SELECT count(*) FROM request_log").Scan(&rows); err != nil || rows != 1 {
+		t.Errorf("request_log keeps %d rows, want 1", rows)
+	}
 	// Unknown agents: no limits.
 	if b, err := s.Budget(ctx, "nobody", t0); err != nil || b != (schema.BudgetFacts{}) {
 		t.Errorf("unknown agent budget %+v, %v", b, err)
@@ -510,5 +524,35 @@ func TestReopenKeepsEverything(t *testing.T) {
 	}
 	if f.Budget.CostTodayUSD != 1.5 || f.Budget.RequestsLastHour != 5 {
 		t.Errorf("budget after reopen: %+v", *f.Budget)
+	}
+}
+
+// The running count Reserve keeps agrees with an exact count of the hour,
+// whatever the spacing of requests.
+func TestRequestWindowMatchesExactCount(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	gaps := []time.Duration{0, time.Minute, 30 * time.Minute, 29 * time.Minute, 2 * time.Minute, 59 * time.Minute,
+		time.Hour, 2 * time.Hour, time.Second, time.Second, 61 * time.Minute}
+	now := t0
+	for i, g := range gaps {
+		now = now.Add(g)
+		for _, agent := range []string{"a", "b"} {
+			if agent == "b" && i%3 != 0 {
+				continue
+			}
+			res, f, err := s.Reserve(ctx, request(agent, "c", i+1, "calculate", nil, ""), ReserveOptions{Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Release(ctx)
+			b, err := s.Budget(ctx, agent, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Budget.RequestsLastHour != b.RequestsLastHour {
+				t.Errorf("request %d of %s: running count %d, exact %d", i, agent, f.Budget.RequestsLastHour, b.RequestsLastHour)
+			}
+		}
 	}
 }

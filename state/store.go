@@ -51,6 +51,7 @@ func (e *Error) Is(target error) bool { return target == ErrUnavailable }
 // lock up to BusyTimeout.
 type Store struct {
 	db   *sql.DB
+	q    *stmts
 	path string
 	// wmu serialises this process's write transactions so they queue in Go
 	// rather than spin on SQLite's busy handler.
@@ -103,6 +104,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := Migrate(ctx, db, "state", migrations); err != nil {
 		db.Close()
 		return nil, &Error{Op: "open", Path: abs, Err: err}
+	}
+	if s.q, err = prepare(ctx, db); err != nil {
+		db.Close()
+		return fail(err)
 	}
 	return s, nil
 }
@@ -164,6 +169,9 @@ func explain(err error) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
+	if s.q != nil {
+		s.q.close()
+	}
 	if err := s.db.Close(); err != nil {
 		return &Error{Op: "close", Path: s.path, Err: err}
 	}
