@@ -57,8 +57,8 @@ func BenchmarkReserveCommit(b *testing.B) {
 			}
 			cost := 0.001
 			req := schema.Request{
-				Agent:  schema.Agent{ID: a.ID, Token: token},
-				Action: schema.Action{Type: "calculate", Arguments: map[string]any{"query": "2+2"}, CostUSD: &cost},
+				Agent:   schema.Agent{ID: a.ID, Token: token},
+				Action:  schema.Action{Type: "calculate", Arguments: map[string]any{"query": "2+2"}, CostUSD: &cost},
 				Context: schema.Context{ConversationID: "bench"},
 			}
 			opts := ReserveOptions{RequireRegistration: true}
