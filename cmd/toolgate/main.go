@@ -92,6 +92,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(
 		newVersionCmd(),
+		newAgentCmd(),
 	)
 	return root
 }
