@@ -277,4 +277,3 @@ func newAgentBudgetCmd(f *agentFlags) *cobra.Command {
 		},
 	}
 }
-
