@@ -46,20 +46,24 @@ func seed(b *testing.B, s *Store, n int) {
 // makes the sliding hour window and the daily cost part of every cycle.
 func BenchmarkReserveCommit(b *testing.B) {
 	for _, n := range []int{1, 100, 10000} {
+		// Seeded once: testing runs the function below several times while
+		// it finds b.N, each time in a new conversation.
+		ctx := context.Background()
+		s := openTest(b)
+		seed(b, s, n)
+		a, token, err := s.RegisterAgent(ctx, AgentSpec{Name: "bench", Trust: schema.LevelAutonomous,
+			MaxDailyCostUSD: 1e9, MaxRequestsPerHour: 1 << 30})
+		if err != nil {
+			b.Fatal(err)
+		}
+		round := 0
 		b.Run(fmt.Sprintf("conversations=%d", n), func(b *testing.B) {
-			ctx := context.Background()
-			s := openTest(b)
-			seed(b, s, n)
-			a, token, err := s.RegisterAgent(ctx, AgentSpec{Name: "bench", Trust: schema.LevelAutonomous,
-				MaxDailyCostUSD: 1e9, MaxRequestsPerHour: 1 << 30})
-			if err != nil {
-				b.Fatal(err)
-			}
+			round++
 			cost := 0.001
 			req := schema.Request{
 				Agent:   schema.Agent{ID: a.ID, Token: token},
 				Action:  schema.Action{Type: "calculate", Arguments: map[string]any{"query": "2+2"}, CostUSD: &cost},
-				Context: schema.Context{ConversationID: "bench"},
+				Context: schema.Context{ConversationID: fmt.Sprintf("bench_%d", round)},
 			}
 			opts := ReserveOptions{RequireRegistration: true}
 			lat := make([]time.Duration, 0, b.N)
