@@ -19,6 +19,9 @@ import (
 // another process) before the store reports itself unavailable.
 const BusyTimeout = 5 * time.Second
 
+// busyTimeout is BusyTimeout, shortened by tests that hold the lock.
+var busyTimeout = BusyTimeout
+
 // ErrUnavailable matches (errors.Is) every failure of the store itself: a
 // database locked past BusyTimeout, a full disk, a corrupt or read-only file,
 // a closed store. The pipeline maps it to a deny with code STATE-001.
@@ -115,7 +118,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 func dsn(abs string) string {
 	u := url.URL{Path: filepath.ToSlash(abs)}
 	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
@@ -160,7 +163,7 @@ func explain(err error) error {
 	case sqlite3.SQLITE_FULL:
 		return fmt.Errorf("the disk is full: %w", err)
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-		return fmt.Errorf("the database stayed locked for longer than %v: %w", BusyTimeout, err)
+		return fmt.Errorf("the database stayed locked for longer than %v: %w", busyTimeout, err)
 	case sqlite3.SQLITE_IOERR:
 		return fmt.Errorf("I/O error: %w", err)
 	}

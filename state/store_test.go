@@ -2,11 +2,14 @@ package state
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 func openTest(t testing.TB) *Store {
@@ -166,5 +169,74 @@ func TestCanceledContextIsUnavailable(t *testing.T) {
 	_, _, err := s.Reserve(ctx, request("a", "c", 1, "calculate", nil, ""), ReserveOptions{})
 	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.Canceled) {
 		t.Errorf("Reserve with a canceled context: %v, want ErrUnavailable and context.Canceled", err)
+	}
+}
+
+// Another process holding the write lock past the busy timeout makes the
+// store unavailable (the pipeline denies STATE-001), and it recovers once the
+// lock is gone.
+func TestLockedPastTimeoutIsUnavailable(t *testing.T) {
+	old := busyTimeout
+	busyTimeout = 100 * time.Millisecond
+	defer func() { busyTimeout = old }()
+	ctx := context.Background()
+	s := openTest(t)
+	other, err := sql.Open("sqlite", dsn(s.Path()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.Reserve(ctx, request("a", "c", 1, "calculate", nil, ""), ReserveOptions{})
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "locked") {
+		t.Errorf("Reserve while locked: %v, want ErrUnavailable saying locked", err)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if res, _, err := s.Reserve(ctx, request("a", "c", 1, "calculate", nil, ""), ReserveOptions{}); err != nil || res == nil {
+		t.Errorf("Reserve after the lock is gone: %v", err)
+	}
+}
+
+// Two stores on one file (as two processes would be) racing for one step:
+// exactly one wins, the rest wait on SQLite's lock and see Reserved.
+func TestTwoStoresRaceForOneStep(t *testing.T) {
+	ctx := context.Background()
+	s1 := openTest(t)
+	s2, err := Open(ctx, s1.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		wins int
+	)
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(s *Store) {
+			defer wg.Done()
+			res, f, err := s.Reserve(ctx, request("a", "c", 1, "calculate", nil, ""), ReserveOptions{})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				t.Errorf("Reserve: %v", err)
+			} else if res != nil && !f.Conversation.Reserved {
+				wins++
+			}
+		}([]*Store{s1, s2}[i%2])
+	}
+	wg.Wait()
+	if wins != 1 {
+		t.Errorf("%d winners, want 1", wins)
 	}
 }
