@@ -84,8 +84,10 @@ func (r *Reservation) Step() int {
 //
 // Conversations are keyed by (agent id, conversation id): two agents using
 // the same conversation id do not share steps. RequestsLastHour counts this
-// request too. Any failure is an error matching ErrUnavailable: the caller
-// must deny (STATE-001).
+// request too, unless registration is required and the request fails it
+// (unregistered agent or bad token): such requests are not counted. Any
+// failure is an error matching ErrUnavailable: the caller must deny
+// (STATE-001).
 func (s *Store) Reserve(ctx context.Context, req schema.Request, opts ReserveOptions) (*Reservation, schema.Facts, error) {
 	now := opts.Now
 	if now.IsZero() {
@@ -115,26 +117,17 @@ func (s *Store) Reserve(ctx context.Context, req schema.Request, opts ReserveOpt
 			return err
 		}
 		bf := schema.BudgetFacts{MaxRequestsPerHour: lim.maxRequestsPerHour, MaxDailyCostUSD: lim.maxDailyCost}
-		cutoff := now.Add(-time.Hour).UnixNano()
-		if _, err := st(q.pruneStaleLog).ExecContext(ctx, cutoff); err != nil {
-			return fmt.Errorf("prune request log: %w", err)
+		// A request that fails authentication when registration is required
+		// is not counted: nobody can spend another agent's hourly budget
+		// by sending its id, nor fill the log with made-up ids.
+		authenticated := !opts.RequireRegistration || (af.Registered && af.TokenValid)
+		if authenticated {
+			bf.RequestsLastHour, err = countRequest(ctx, q, st, agentID, now)
+		} else {
+			bf.RequestsLastHour, err = peekRequests(ctx, st(q.windowCount), agentID, now)
 		}
-		if _, err := st(q.pruneStaleWindow).ExecContext(ctx, cutoff); err != nil {
-			return fmt.Errorf("prune request windows: %w", err)
-		}
-		res, err := st(q.pruneAgentLog).ExecContext(ctx, agentID, cutoff)
 		if err != nil {
-			return fmt.Errorf("prune request log: %w", err)
-		}
-		expired, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("prune request log: %w", err)
-		}
-		if _, err := st(q.logRequest).ExecContext(ctx, agentID, now.UnixNano()); err != nil {
-			return fmt.Errorf("record request: %w", err)
-		}
-		if err := st(q.bumpWindow).QueryRowContext(ctx, agentID, now.UnixNano(), expired).Scan(&bf.RequestsLastHour); err != nil {
-			return fmt.Errorf("count requests: %w", err)
+			return err
 		}
 		switch err := st(q.dailyCost).QueryRowContext(ctx, agentID, day(now)).Scan(&bf.CostTodayUSD); {
 		case errors.Is(err, sql.ErrNoRows):
@@ -146,7 +139,7 @@ func (s *Store) Reserve(ctx context.Context, req schema.Request, opts ReserveOpt
 			return err
 		}
 		cf.Fingerprint = r.fingerprint
-		res, err = st(q.reserve).ExecContext(ctx, agentID, convo, step, r.holder, now.Add(ttl).UnixNano(), now.UnixNano())
+		res, err := st(q.reserve).ExecContext(ctx, agentID, convo, step, r.holder, now.Add(ttl).UnixNano(), now.UnixNano())
 		if err != nil {
 			return fmt.Errorf("reserve step: %w", err)
 		}
@@ -169,6 +162,47 @@ func (s *Store) Reserve(ctx context.Context, req schema.Request, opts ReserveOpt
 		return nil, facts, nil
 	}
 	return r, facts, nil
+}
+
+// countRequest records a request in the agent's hourly window and returns
+// the window's count, this request included.
+func countRequest(ctx context.Context, q *stmts, st func(*sql.Stmt) *sql.Stmt, agentID string, now time.Time) (int, error) {
+	cutoff := now.Add(-time.Hour).UnixNano()
+	if _, err := st(q.pruneStaleLog).ExecContext(ctx, cutoff); err != nil {
+		return 0, fmt.Errorf("prune request log: %w", err)
+	}
+	if _, err := st(q.pruneStaleWindow).ExecContext(ctx, cutoff); err != nil {
+		return 0, fmt.Errorf("prune request windows: %w", err)
+	}
+	res, err := st(q.pruneAgentLog).ExecContext(ctx, agentID, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("prune request log: %w", err)
+	}
+	expired, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("prune request log: %w", err)
+	}
+	if _, err := st(q.logRequest).ExecContext(ctx, agentID, now.UnixNano()); err != nil {
+		return 0, fmt.Errorf("record request: %w", err)
+	}
+	var n int
+	if err := st(q.bumpWindow).QueryRowContext(ctx, agentID, now.UnixNano(), expired).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count requests: %w", err)
+	}
+	return n, nil
+}
+
+// peekRequests reads the agent's running count without recording anything.
+// It may include requests that expired since the agent's last request; it
+// is used only for requests the policy denies for authentication anyway.
+func peekRequests(ctx context.Context, stmt *sql.Stmt, agentID string, now time.Time) (int, error) {
+	var n int
+	switch err := stmt.QueryRowContext(ctx, agentID, now.Add(-time.Hour).UnixNano()).Scan(&n); {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return 0, fmt.Errorf("count requests: %w", err)
+	}
+	return n, nil
 }
 
 // limits are a registered agent's budget limits (zero: none).

@@ -556,3 +556,45 @@ func TestRequestWindowMatchesExactCount(t *testing.T) {
 		}
 	}
 }
+
+// With registration required, requests that fail it do not spend the named
+// agent's hourly budget.
+func TestUnauthenticatedRequestsAreNotCounted(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	a, token, err := s.RegisterAgent(ctx, AgentSpec{Name: "victim", Trust: schema.LevelAutonomous, MaxRequestsPerHour: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(id, tok string, step int, required bool) schema.BudgetFacts {
+		t.Helper()
+		req := request(id, "c", step, "calculate", nil, "")
+		req.Agent.Token = tok
+		res, f, err := s.Reserve(ctx, req, ReserveOptions{RequireRegistration: required, Now: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Release(ctx)
+		return *f.Budget
+	}
+	if b := send(a.ID, token, 1, true); b.RequestsLastHour != 1 {
+		t.Fatalf("authenticated request: %+v", b)
+	}
+	for i := 0; i < 5; i++ {
+		if b := send(a.ID, "tgt_forged", 1, true); b.RequestsLastHour != 1 {
+			t.Errorf("forged request %d: requests_last_hour %d, want 1 (not counted)", i, b.RequestsLastHour)
+		}
+		send("made_up_"+string(rune('a'+i)), "", 1, true)
+	}
+	if b := send(a.ID, token, 2, true); b.RequestsLastHour != 2 {
+		t.Errorf("next authenticated request: %+v, want 2", b)
+	}
+	// Without required registration, every request counts.
+	if b := send(a.ID, "", 3, false); b.RequestsLastHour != 3 {
+		t.Errorf("optional registration: %+v, want 3", b)
+	}
+	var rows int
+	if err := s.DB().QueryRowContext(ctx, "SELECT count(*) FROM request_log WHERE agent_id LIKE 'made_up_%'").Scan(&rows); err != nil || rows != 0 {
+		t.Errorf("made-up ids logged: %d %v", rows, err)
+	}
+}

@@ -15,6 +15,7 @@ type stmts struct {
 	pruneAgentLog     *sql.Stmt
 	logRequest        *sql.Stmt
 	bumpWindow        *sql.Stmt
+	windowCount       *sql.Stmt
 	dailyCost         *sql.Stmt
 	conversation      *sql.Stmt
 	recent            *sql.Stmt
@@ -45,6 +46,7 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		{&q.bumpWindow, `INSERT INTO request_window (agent_id, n, last_at) VALUES (?1, 1, ?2)
 			ON CONFLICT (agent_id) DO UPDATE SET n = request_window.n + 1 - ?3, last_at = max(request_window.last_at, excluded.last_at)
 			RETURNING n`},
+		{&q.windowCount, "SELECT n FROM request_window WHERE agent_id = ? AND last_at > ?"},
 		{&q.dailyCost, "SELECT cost_usd FROM daily_cost WHERE agent_id = ? AND day = ?"},
 		{&q.conversation, "SELECT steps_approved, last_step FROM conversations WHERE agent_id = ? AND conversation_id = ?"},
 		{&q.recent, "SELECT fingerprint FROM fingerprints WHERE agent_id = ? AND conversation_id = ? ORDER BY seq DESC LIMIT ?"},
@@ -77,7 +79,7 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 
 func (q *stmts) close() {
 	for _, st := range []*sql.Stmt{q.agent, q.pruneStaleLog, q.pruneStaleWindow, q.pruneAgentLog, q.logRequest,
-		q.bumpWindow, q.dailyCost, q.conversation, q.recent, q.reserve, q.pruneReservations, q.dropReservation,
+		q.bumpWindow, q.windowCount, q.dailyCost, q.conversation, q.recent, q.reserve, q.pruneReservations, q.dropReservation,
 		q.consume, q.addFingerprint, q.pruneFingerprints, q.addCost} {
 		if st != nil {
 			st.Close()
