@@ -98,6 +98,15 @@ func (s *Store) Reserve(ctx context.Context, req schema.Request, opts ReserveOpt
 		ttl = DefaultTTL
 	}
 	agentID, convo, step := req.Agent.ID, req.Context.ConversationID, req.Context.StepNumber
+	// The pipeline validates requests first; this guards the keys only.
+	switch {
+	case agentID == "":
+		return nil, schema.Facts{}, &schema.RequestError{Field: "agent.id", Problem: "required"}
+	case convo == "":
+		return nil, schema.Facts{}, &schema.RequestError{Field: "context.conversation_id", Problem: "required"}
+	case step < 1:
+		return nil, schema.Facts{}, &schema.RequestError{Field: "context.step_number", Problem: "must be at least 1"}
+	}
 	holderBytes, err := randomBytes(16)
 	if err != nil {
 		return nil, schema.Facts{}, s.fail("reserve", err)

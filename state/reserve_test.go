@@ -598,3 +598,17 @@ func TestUnauthenticatedRequestsAreNotCounted(t *testing.T) {
 		t.Errorf("made-up ids logged: %d %v", rows, err)
 	}
 }
+
+func TestReserveRefusesMissingKeys(t *testing.T) {
+	s := openTest(t)
+	for _, req := range []schema.Request{
+		request("", "c", 1, "x", nil, ""),
+		request("a", "", 1, "x", nil, ""),
+		request("a", "c", 0, "x", nil, ""),
+	} {
+		var re *schema.RequestError
+		if _, _, err := s.Reserve(context.Background(), req, ReserveOptions{}); !errors.As(err, &re) {
+			t.Errorf("%+v: error %v, want a *schema.RequestError", req.Context, err)
+		}
+	}
+}
