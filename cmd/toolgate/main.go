@@ -96,6 +96,7 @@ func newRootCmd() *cobra.Command {
 		newTestCmd(),
 		newApprovalsCmd(),
 		newBundleCmd(),
+		newAgentCmd(),
 	)
 	return root
 }
