@@ -87,7 +87,7 @@ type tamper struct {
 	firstBad int64
 }
 
-func exec(t *testing.T, db *sql.DB, q string, args ...any) {
+func sqlExec(t *testing.T, db *sql.DB, q string, args ...any) {
 	t.Helper()
 	if _, err := db.Exec(q, args...); err != nil {
 		t.Fatalf("%s: %v", q, err)
@@ -131,7 +131,7 @@ func rewrite(t *testing.T, db *sql.DB, from, to int64, signer signature.Signer, 
 				t.Fatal(err)
 			}
 		}
-		exec(t, db, `UPDATE audit_entries SET decision = ?, prev_hash = ?, hash = ?, signature = ? WHERE seq = ?`,
+		sqlExec(t, db, `UPDATE audit_entries SET decision = ?, prev_hash = ?, hash = ?, signature = ? WHERE seq = ?`,
 			r.decision, r.prevHash, r.hash, r.signature, r.seq)
 		prev = r.hash
 	}
@@ -141,10 +141,10 @@ func TestTampering(t *testing.T) {
 	other, _ := newKey(t, KeyECDSAP256)
 	tests := []tamper{
 		{"edit a decision", func(t *testing.T, db *sql.DB) {
-			exec(t, db, `UPDATE audit_entries SET decision = 'allow' WHERE seq = 6`)
+			sqlExec(t, db, `UPDATE audit_entries SET decision = 'allow' WHERE seq = 6`)
 		}, KindEdited, 6},
 		{"edit the request", func(t *testing.T, db *sql.DB) {
-			exec(t, db, `UPDATE audit_entries SET request_json = replace(request_json, 'echo', 'rm -rf') WHERE seq = 2`)
+			sqlExec(t, db, `UPDATE audit_entries SET request_json = replace(request_json, 'echo', 'rm -rf') WHERE seq = 2`)
 		}, KindEdited, 2},
 		{"edit and recompute the hash", func(t *testing.T, db *sql.DB) {
 			rewrite(t, db, 5, 5, nil, func(r *row) { r.decision = "escalate" })
@@ -156,42 +156,42 @@ func TestTampering(t *testing.T) {
 			rewrite(t, db, 10, 10, nil, func(r *row) { r.decision = "escalate" })
 		}, KindEdited, 10}, // the closing checkpoint names the old head
 		{"delete a row", func(t *testing.T, db *sql.DB) {
-			exec(t, db, `DELETE FROM audit_entries WHERE seq = 5`)
+			sqlExec(t, db, `DELETE FROM audit_entries WHERE seq = 5`)
 		}, KindDeleted, 5},
 		{"delete the first row", func(t *testing.T, db *sql.DB) {
-			exec(t, db, `DELETE FROM audit_entries WHERE seq = 1`)
+			sqlExec(t, db, `DELETE FROM audit_entries WHERE seq = 1`)
 		}, KindDeleted, 1},
 		{"delete a row and renumber", func(t *testing.T, db *sql.DB) {
-			exec(t, db, `DELETE FROM audit_entries WHERE seq = 5`)
-			exec(t, db, `UPDATE audit_entries SET seq = seq - 1 WHERE seq > 5`)
+			sqlExec(t, db, `DELETE FROM audit_entries WHERE seq = 5`)
+			sqlExec(t, db, `UPDATE audit_entries SET seq = seq - 1 WHERE seq > 5`)
 		}, KindDeleted, 5},
 		{"swap two rows", func(t *testing.T, db *sql.DB) {
-			exec(t, db, `UPDATE audit_entries SET seq = -1 WHERE seq = 3`)
-			exec(t, db, `UPDATE audit_entries SET seq = 3 WHERE seq = 7`)
-			exec(t, db, `UPDATE audit_entries SET seq = 7 WHERE seq = -1`)
+			sqlExec(t, db, `UPDATE audit_entries SET seq = -1 WHERE seq = 3`)
+			sqlExec(t, db, `UPDATE audit_entries SET seq = 3 WHERE seq = 7`)
+			sqlExec(t, db, `UPDATE audit_entries SET seq = 7 WHERE seq = -1`)
 		}, KindReordered, 3},
 		{"swap the first two rows", func(t *testing.T, db *sql.DB) {
-			exec(t, db, `UPDATE audit_entries SET seq = -1 WHERE seq = 1`)
-			exec(t, db, `UPDATE audit_entries SET seq = 1 WHERE seq = 2`)
-			exec(t, db, `UPDATE audit_entries SET seq = 2 WHERE seq = -1`)
+			sqlExec(t, db, `UPDATE audit_entries SET seq = -1 WHERE seq = 1`)
+			sqlExec(t, db, `UPDATE audit_entries SET seq = 1 WHERE seq = 2`)
+			sqlExec(t, db, `UPDATE audit_entries SET seq = 2 WHERE seq = -1`)
 		}, KindReordered, 1},
 		{"drop the tail", func(t *testing.T, db *sql.DB) {
-			exec(t, db, `DELETE FROM audit_entries WHERE seq > 7`)
+			sqlExec(t, db, `DELETE FROM audit_entries WHERE seq > 7`)
 		}, KindTruncated, 8},
 		{"drop the last entry", func(t *testing.T, db *sql.DB) {
-			exec(t, db, `DELETE FROM audit_entries WHERE seq = 10`)
+			sqlExec(t, db, `DELETE FROM audit_entries WHERE seq = 10`)
 		}, KindTruncated, 10},
 		{"replace a signature", func(t *testing.T, db *sql.DB) {
-			exec(t, db, `UPDATE audit_entries SET signature = (SELECT signature FROM audit_entries WHERE seq = 7) WHERE seq = 6`)
+			sqlExec(t, db, `UPDATE audit_entries SET signature = (SELECT signature FROM audit_entries WHERE seq = 7) WHERE seq = 6`)
 		}, KindBadSignature, 6},
 		{"remove a signature", func(t *testing.T, db *sql.DB) {
-			exec(t, db, `UPDATE audit_entries SET signature = NULL WHERE seq = 9`)
+			sqlExec(t, db, `UPDATE audit_entries SET signature = NULL WHERE seq = 9`)
 		}, KindBadSignature, 9},
 		{"re-sign with another key", func(t *testing.T, db *sql.DB) {
 			rewrite(t, db, 3, 10, other, func(r *row) { r.decision = "escalate" })
 		}, KindBadSignature, 3},
 		{"forge a checkpoint", func(t *testing.T, db *sql.DB) {
-			exec(t, db, `UPDATE audit_checkpoints SET size = 3 WHERE size = 4`)
+			sqlExec(t, db, `UPDATE audit_checkpoints SET size = 3 WHERE size = 4`)
 		}, KindBadSignature, 3},
 	}
 	for _, tt := range tests {
@@ -236,8 +236,8 @@ func TestExternalCheckpoint(t *testing.T) {
 	if rep := mustVerify(t, db, v, kept); !rep.OK || rep.Checkpoints != 4 {
 		t.Fatalf("intact log with its external checkpoint: %+v", rep)
 	}
-	exec(t, db, `DELETE FROM audit_entries WHERE seq > 6`)
-	exec(t, db, `DELETE FROM audit_checkpoints WHERE size > 6`)
+	sqlExec(t, db, `DELETE FROM audit_entries WHERE seq > 6`)
+	sqlExec(t, db, `DELETE FROM audit_checkpoints WHERE size > 6`)
 	if rep := mustVerify(t, db, v); !rep.OK {
 		t.Fatalf("without the external checkpoint the cut is invisible, yet got %+v", rep)
 	}
@@ -303,7 +303,7 @@ func TestAppendFailsFull(t *testing.T) {
 	if err := db.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
 		t.Fatal(err)
 	}
-	exec(t, db, fmt.Sprintf(`PRAGMA max_page_count = %d`, pages))
+	sqlExec(t, db, fmt.Sprintf(`PRAGMA max_page_count = %d`, pages))
 	rec := record(3)
 	rec.Request.Action.Arguments = map[string]any{"content": strings.Repeat("x", 64<<10)}
 	_, err := l.Append(ctx, rec)
