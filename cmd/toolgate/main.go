@@ -92,6 +92,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(
 		newVersionCmd(),
+		newAuditCmd(), newKeysCmd(),
 	)
 	return root
 }
