@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -222,11 +223,20 @@ func (l *Log) Append(ctx context.Context, rec Record) (Entry, error) {
 	if err != nil {
 		return Entry{}, notRecorded(fmt.Sprintf("entry for %s/%s step %d", r.agentID, r.convID, r.step), err)
 	}
-	e, err := r.decode()
-	if err != nil { // cannot happen for what newRow built; keep it honest
-		l.logger.Warn("audit: stored entry does not decode", "seq", r.seq, "err", err)
+	return entryOf(&r, rec), nil
+}
+
+// entryOf is the Entry for a row just written from rec, without decoding
+// the JSON columns back.
+func entryOf(r *row, rec Record) Entry {
+	t, _ := time.Parse(timeLayout, r.time)
+	return Entry{
+		Seq: r.seq, Time: t, AgentID: r.agentID, ConversationID: r.convID, Step: int(r.step),
+		ActionType: r.actionType, RequestDigest: r.requestDigest, ArgsPreview: r.argsPreview,
+		Decision: rec.Decision.Outcome, Reasons: rec.Decision.Reasons, Tier: rec.Decision.Tier,
+		Bundle: r.bundle, Revision: r.revision, Probes: rec.Probes, ApprovalID: r.approvalID,
+		RequestJSON: json.RawMessage(r.requestJSON), PrevHash: r.prevHash, Hash: r.hash, Signature: r.signature,
 	}
-	return e, nil
 }
 
 const insertEntry = `INSERT INTO audit_entries (seq, time, agent_id, conversation_id, step,
