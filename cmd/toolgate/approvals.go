@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -198,18 +197,13 @@ func openApprovals(cmd *cobra.Command) (*supervisor.Queue, func(), error) {
 		}
 		path = cfg.StatePath()
 	}
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return nil, nil, withCode(exitError, fmt.Errorf("no state database at %s: nothing has asked for approval there (use --db or --config)", path))
-	} else if err != nil {
-		return nil, nil, withCode(exitError, fmt.Errorf("state database: %w", err))
-	}
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
-	if err != nil {
-		return nil, nil, withCode(exitError, fmt.Errorf("state database %s: %w", path, err))
-	}
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	db, err := openExistingDB(ctx, path)
+	if err != nil {
+		return nil, nil, withCode(exitError, err)
 	}
 	q, err := supervisor.OpenQueue(ctx, db, supervisor.QueueOptions{})
 	if err != nil {

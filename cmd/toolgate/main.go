@@ -97,6 +97,7 @@ func newRootCmd() *cobra.Command {
 		newApprovalsCmd(),
 		newBundleCmd(),
 		newAgentCmd(),
+		newAuditCmd(), newKeysCmd(),
 	)
 	return root
 }

@@ -1,0 +1,312 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sigstore/sigstore/pkg/signature"
+)
+
+// DefaultCheckpointEvery is how often (in entries) Append signs a checkpoint
+// when Options.CheckpointEvery is zero.
+const DefaultCheckpointEvery = 100
+
+// Options tune a Log.
+type Options struct {
+	// CheckpointEvery signs a checkpoint every N entries (0: 100; negative:
+	// only on Close).
+	CheckpointEvery int
+	// Logger receives warnings; nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Log appends entries to the chain. It is safe for concurrent use, and
+// several processes may append to the same database: every append reads the
+// head and inserts the next entry inside one BEGIN IMMEDIATE transaction.
+type Log struct {
+	db     *sql.DB
+	signer signature.Signer
+	every  int64
+	logger *slog.Logger
+	now    func() time.Time
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// migrations are the audit tables' schema versions, applied in order. They
+// are kept as plain statements so state.Migrate can run them later.
+var migrations = []string{
+	`CREATE TABLE audit_entries (
+		seq INTEGER PRIMARY KEY,
+		time TEXT NOT NULL,
+		agent_id TEXT NOT NULL,
+		conversation_id TEXT NOT NULL,
+		step INTEGER NOT NULL,
+		action_type TEXT NOT NULL,
+		request_digest TEXT NOT NULL,
+		args_preview TEXT NOT NULL,
+		decision TEXT NOT NULL,
+		reasons TEXT NOT NULL,
+		tier INTEGER NOT NULL,
+		bundle TEXT NOT NULL,
+		revision TEXT NOT NULL,
+		probes TEXT NOT NULL,
+		approval_id TEXT NOT NULL,
+		request_json TEXT NOT NULL,
+		prev_hash TEXT NOT NULL,
+		hash TEXT NOT NULL,
+		signature BLOB
+	);
+	CREATE INDEX audit_entries_agent ON audit_entries(agent_id, seq);
+	CREATE INDEX audit_entries_conversation ON audit_entries(conversation_id, seq);
+	CREATE INDEX audit_entries_time ON audit_entries(time);
+	CREATE TABLE audit_checkpoints (
+		size INTEGER PRIMARY KEY,
+		head_hash TEXT NOT NULL,
+		time TEXT NOT NULL,
+		signature BLOB
+	);`,
+}
+
+// Open prepares the log on db, creating or migrating its tables. signer may
+// be nil: the chain is then hashed but not signed.
+func Open(ctx context.Context, db *sql.DB, signer signature.Signer, opts Options) (*Log, error) {
+	if err := migrate(ctx, db); err != nil {
+		return nil, fmt.Errorf("audit: migrate: %w", err)
+	}
+	l := &Log{db: db, signer: signer, every: int64(opts.CheckpointEvery), logger: opts.Logger, now: opts.Now}
+	if l.every == 0 {
+		l.every = DefaultCheckpointEvery
+	}
+	if l.logger == nil {
+		l.logger = slog.Default()
+	}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	return l, nil
+}
+
+// migrate applies the migrations not yet recorded in audit_meta. It writes
+// nothing when the schema is current, so it succeeds on a read-only database
+// that already has the tables.
+func migrate(ctx context.Context, db *sql.DB) error {
+	version, err := schemaVersion(ctx, db)
+	if err != nil {
+		return err
+	}
+	if version == len(migrations) {
+		return nil
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("audit schema version %d is newer than this toolgate knows (%d)", version, len(migrations))
+	}
+	return withImmediate(ctx, db, func(conn *sql.Conn) error {
+		if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS audit_meta (version INTEGER NOT NULL)`); err != nil {
+			return err
+		}
+		var v int
+		err := conn.QueryRowContext(ctx, `SELECT version FROM audit_meta`).Scan(&v)
+		if errors.Is(err, sql.ErrNoRows) {
+			if _, err := conn.ExecContext(ctx, `INSERT INTO audit_meta (version) VALUES (0)`); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return err
+		}
+		for ; v < len(migrations); v++ {
+			if _, err := conn.ExecContext(ctx, migrations[v]); err != nil {
+				return fmt.Errorf("migration %d: %w", v+1, err)
+			}
+		}
+		_, err = conn.ExecContext(ctx, `UPDATE audit_meta SET version = ?`, v)
+		return err
+	})
+}
+
+// schemaVersion is the recorded version, 0 when there is no audit_meta.
+func schemaVersion(ctx context.Context, q querier) (int, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'audit_meta'`).Scan(&n); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	var v int
+	err := q.QueryRowContext(ctx, `SELECT version FROM audit_meta`).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return v, err
+}
+
+// withImmediate runs fn inside BEGIN IMMEDIATE on one connection: the write
+// lock is taken before anything is read, so no other process can append
+// between our read of the head and our insert.
+func withImmediate(ctx context.Context, db *sql.DB, fn func(*sql.Conn) error) (err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		return err
+	}
+	defer func() {
+		if err == nil {
+			if _, err = conn.ExecContext(ctx, `COMMIT`); err == nil {
+				return
+			}
+		}
+		// Roll back on a context that cannot be cancelled any more; if even
+		// that fails, drop the connection rather than return it to the pool
+		// inside a transaction.
+		if _, rbErr := conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); rbErr != nil &&
+			!strings.Contains(rbErr.Error(), "no transaction is active") {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	return fn(conn)
+}
+
+// Append writes one final decision to the chain and returns the stored entry.
+// It returns only after the transaction committed; any error wraps
+// ErrNotRecorded and means the entry is not in the log.
+func (l *Log) Append(ctx context.Context, rec Record) (Entry, error) {
+	r, err := newRow(rec, l.now())
+	if err != nil {
+		return Entry{}, notRecorded("encode", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return Entry{}, notRecorded("append", ErrClosed)
+	}
+	err = withImmediate(ctx, l.db, func(conn *sql.Conn) error {
+		seq, head, err := readHead(ctx, conn)
+		if err != nil {
+			return fmt.Errorf("read head: %w", err)
+		}
+		r.seq, r.prevHash = seq+1, head
+		digest := entryDigest(&r)
+		r.hash = hex.EncodeToString(digest)
+		if l.signer != nil {
+			if r.signature, err = l.signer.SignMessage(bytes.NewReader(digest)); err != nil {
+				return fmt.Errorf("sign: %w", err)
+			}
+		}
+		if _, err := conn.ExecContext(ctx, insertEntry,
+			r.seq, r.time, r.agentID, r.convID, r.step, r.actionType, r.requestDigest,
+			r.argsPreview, r.decision, r.reasons, r.tier, r.bundle, r.revision, r.probes,
+			r.approvalID, r.requestJSON, r.prevHash, r.hash, r.signature); err != nil {
+			return fmt.Errorf("insert: %w", err)
+		}
+		if l.every > 0 && r.seq%l.every == 0 {
+			return l.checkpoint(ctx, conn, r.seq, r.hash)
+		}
+		return nil
+	})
+	if err != nil {
+		return Entry{}, notRecorded(fmt.Sprintf("entry for %s/%s step %d", r.agentID, r.convID, r.step), err)
+	}
+	return entryOf(&r, rec), nil
+}
+
+// entryOf is the Entry for a row just written from rec, without decoding
+// the JSON columns back.
+func entryOf(r *row, rec Record) Entry {
+	t, _ := time.Parse(timeLayout, r.time)
+	return Entry{
+		Seq: r.seq, Time: t, AgentID: r.agentID, ConversationID: r.convID, Step: int(r.step),
+		ActionType: r.actionType, RequestDigest: r.requestDigest, ArgsPreview: r.argsPreview,
+		Decision: rec.Decision.Outcome, Reasons: rec.Decision.Reasons, Tier: rec.Decision.Tier,
+		Bundle: r.bundle, Revision: r.revision, Probes: rec.Probes, ApprovalID: r.approvalID,
+		RequestJSON: json.RawMessage(r.requestJSON), PrevHash: r.prevHash, Hash: r.hash, Signature: r.signature,
+	}
+}
+
+const insertEntry = `INSERT INTO audit_entries (seq, time, agent_id, conversation_id, step,
+	action_type, request_digest, args_preview, decision, reasons, tier, bundle, revision,
+	probes, approval_id, request_json, prev_hash, hash, signature)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// readHead returns the last entry's seq and hash (0 and GenesisHash when the
+// log is empty).
+func readHead(ctx context.Context, conn *sql.Conn) (int64, string, error) {
+	var seq int64
+	var h string
+	err := conn.QueryRowContext(ctx, `SELECT seq, hash FROM audit_entries ORDER BY seq DESC LIMIT 1`).Scan(&seq, &h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, GenesisHash, nil
+	}
+	return seq, h, err
+}
+
+// checkpoint signs and stores (size, head) inside the caller's transaction.
+func (l *Log) checkpoint(ctx context.Context, conn *sql.Conn, size int64, head string) error {
+	t := l.now().UTC()
+	var sig []byte
+	if l.signer != nil {
+		var err error
+		if sig, err = l.signer.SignMessage(bytes.NewReader(checkpointDigest(size, head, t))); err != nil {
+			return fmt.Errorf("sign checkpoint: %w", err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx,
+		`INSERT OR IGNORE INTO audit_checkpoints (size, head_hash, time, signature) VALUES (?, ?, ?, ?)`,
+		size, head, t.Format(timeLayout), sig); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}
+
+// Checkpoint signs a checkpoint of the current head now (if the head has
+// none yet) and returns the latest checkpoint.
+func (l *Log) Checkpoint(ctx context.Context) (Checkpoint, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkpointHead(ctx); err != nil {
+		return Checkpoint{}, err
+	}
+	return LatestCheckpoint(ctx, l.db)
+}
+
+func (l *Log) checkpointHead(ctx context.Context) error {
+	return withImmediate(ctx, l.db, func(conn *sql.Conn) error {
+		seq, head, err := readHead(ctx, conn)
+		if err != nil || seq == 0 {
+			return err
+		}
+		return l.checkpoint(ctx, conn, seq, head)
+	})
+}
+
+// Close writes a final signed checkpoint of the head, so that a later
+// truncation of the tail is found, and refuses further appends. It does not
+// close the database.
+func (l *Log) Close(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	if err := l.checkpointHead(ctx); err != nil {
+		return fmt.Errorf("audit: final checkpoint: %w", err)
+	}
+	return nil
+}
