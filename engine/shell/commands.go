@@ -65,29 +65,30 @@ var specs = map[string]spec{
 		"directory-prefix": "-P", "user-agent": "-U", "execute": "-e", "no-verbose": "-nv"},
 		value:     "OoiPUe",
 		longValue: set("post-file", "post-data", "body-file", "body-data", "method", "header", "user", "password")},
-	"nc":      {long: map[string]string{"exec": "-e", "sh-exec": "-c", "listen": "-l", "udp": "-u", "verbose": "-v"}, value: "ecpswiqxX"},
-	"ncat":    {long: map[string]string{"exec": "-e", "sh-exec": "-c", "listen": "-l", "udp": "-u", "verbose": "-v"}, value: "ecpswiqxX", longValue: set("lua-exec")},
-	"netcat":  {long: map[string]string{"exec": "-e", "sh-exec": "-c", "listen": "-l", "udp": "-u", "verbose": "-v"}, value: "ecpswiqxX"},
-	"ssh":     {value: "bcDEeFIiJLlmOopQRSWw"},
-	"scp":     {value: "cFiJlOoPS"},
-	"rsync":   {value: "eBfT", longValue: set("rsh", "exclude", "include", "filter")},
-	"tar":     {value: "fCT", long: map[string]string{"file": "-f", "directory": "-C", "create": "-c", "extract": "-x", "gzip": "-z"}},
-	"python":  {value: "cmWX"},
-	"perl":    {value: "eEIMmx"},
-	"ruby":    {value: "erIE"},
-	"node":    {value: "epr", long: map[string]string{"eval": "-e", "print": "-p", "require": "-r"}},
-	"php":     {value: "rdBRF"},
-	"crontab": {value: "u"},
-	"sed":     {value: "ef", long: map[string]string{"in-place": "-i", "expression": "-e", "file": "-f"}},
-	"tee":     {long: map[string]string{"append": "-a"}},
-	"chattr":  {},
-	"find":    {verbatim: true},
-	"go":      {verbatim: true},
-	"git":     {verbatim: true},
-	"java":    {verbatim: true},
-	"dd":      {verbatim: true},
-	"test":    {verbatim: true},
-	"[":       {verbatim: true},
+	"nc":       {long: map[string]string{"exec": "-e", "sh-exec": "-c", "listen": "-l", "udp": "-u", "verbose": "-v"}, value: "ecpswiqxX"},
+	"ncat":     {long: map[string]string{"exec": "-e", "sh-exec": "-c", "listen": "-l", "udp": "-u", "verbose": "-v"}, value: "ecpswiqxX", longValue: set("lua-exec")},
+	"netcat":   {long: map[string]string{"exec": "-e", "sh-exec": "-c", "listen": "-l", "udp": "-u", "verbose": "-v"}, value: "ecpswiqxX"},
+	"ssh":      {value: "bcDEeFIiJLlmOopQRSWw"},
+	"scp":      {value: "cFiJlOoPS"},
+	"rsync":    {value: "eBfT", longValue: set("rsh", "exclude", "include", "filter")},
+	"tar":      {value: "fCT", long: map[string]string{"file": "-f", "directory": "-C", "create": "-c", "extract": "-x", "gzip": "-z"}},
+	"python":   {value: "cmWX"},
+	"perl":     {value: "eEIMmx"},
+	"ruby":     {value: "erIE"},
+	"node":     {value: "epr", long: map[string]string{"eval": "-e", "print": "-p", "require": "-r"}},
+	"php":      {value: "rdBRF"},
+	"crontab":  {value: "u"},
+	"sed":      {value: "ef", long: map[string]string{"in-place": "-i", "expression": "-e", "file": "-f"}},
+	"tee":      {long: map[string]string{"append": "-a"}},
+	"chattr":   {},
+	"find":     {verbatim: true},
+	"certutil": {verbatim: true},
+	"go":       {verbatim: true},
+	"git":      {verbatim: true},
+	"java":     {verbatim: true},
+	"dd":       {verbatim: true},
+	"test":     {verbatim: true},
+	"[":        {verbatim: true},
 }
 
 // shells take a command string after -c.
@@ -123,6 +124,10 @@ var psValueParams = set("path", "literalpath", "uri", "outfile", "infile", "body
 	"executionpolicy", "exclusionpath", "exclusionprocess", "action", "trigger", "taskname", "group",
 	"member", "itemtype", "encoding", "credential", "computername", "scriptblock", "command", "filter")
 
+// psLiteralValues bind to the parameter before them even when it is a switch
+// (-Enabled False, -DisableRealtimeMonitoring $true).
+var psLiteralValues = set("$true", "$false", "$null", "true", "false")
+
 // winValueFlags are cmd /flags that take a value, per command.
 var winValueFlags = map[string]map[string]bool{
 	"schtasks": set("tn", "tr", "sc", "ru", "rp", "mo", "st", "sd", "et", "ed", "d", "m", "ri", "du", "s", "u", "p", "xml", "rl"),
@@ -132,11 +137,11 @@ var winValueFlags = map[string]map[string]bool{
 // renderCommand writes the canonical form of words (a command without
 // wrappers) to b and normalises any command string it carries.
 func (n *normalizer) renderCommand(b *strings.Builder, words []string, depth int, m mode, later *[]string, redirs []token) {
+	if m == modeCmd {
+		words = splitCmdSlashes(words)
+	}
 	name := canonName(words[0], m)
 	args := words[1:]
-	if m == modeCmd {
-		name, args = splitCmdSlashes(name, args)
-	}
 	n.nestedStrings(name, args, depth, m, later, redirs)
 
 	b.WriteString(collapse(name))
@@ -240,19 +245,22 @@ func isSlashFlag(a string) bool {
 }
 
 // splitCmdSlashes handles cmd's "del/s/q" and "cmd/c" spellings.
-func splitCmdSlashes(name string, args []string) (string, []string) {
-	if !strings.Contains(name, "/") && !anyGlued(args) {
-		return name, args
+func splitCmdSlashes(words []string) []string {
+	if !strings.Contains(words[0], "/") && !anyGlued(words[1:]) {
+		return words
 	}
 	var out []string
-	if j := strings.IndexByte(name, '/'); j > 0 {
-		out = append(out, splitGlued(name[j:])...)
-		name = name[:j]
+	if w := words[0]; strings.IndexByte(w, '/') > 0 && !strings.ContainsAny(w, `\:`) {
+		j := strings.IndexByte(w, '/')
+		out = append(out, w[:j])
+		out = append(out, splitGlued(w[j:])...)
+	} else {
+		out = append(out, w)
 	}
-	for _, a := range args {
+	for _, a := range words[1:] {
 		out = append(out, splitGlued(a)...)
 	}
-	return name, out
+	return out
 }
 
 func anyGlued(args []string) bool {
@@ -301,7 +309,7 @@ func renderPS(b *strings.Builder, args []string) {
 		}
 		if !hasVal && k+1 < len(args) {
 			next := strings.ToLower(args[k+1])
-			if psValueParams[p] || next == "$true" || next == "$false" || next == "$null" {
+			if psValueParams[p] || psLiteralValues[next] {
 				val, hasVal = args[k+1], true
 				k++
 			}
@@ -515,6 +523,9 @@ var psVerbs = set("get", "set", "new", "remove", "invoke", "start", "stop", "add
 // detectMode guesses whether a top-level line is PowerShell or cmd.
 func detectMode(s string) mode {
 	lower := strings.ToLower(s)
+	if strings.IndexByte(lower, '`') >= 0 { // i`e`x: PowerShell escapes hide the words
+		lower = strings.ReplaceAll(lower, "`", "")
+	}
 	if strings.Contains(lower, "$env:") || hasWord(lower, "iex") || hasWord(lower, "iwr") || hasWord(lower, "irm") {
 		return modePS
 	}

@@ -221,9 +221,10 @@ func (n *normalizer) renderSimple(sc simple, depth int, m mode, later *[]string)
 		for k < len(words) && isAssignment(words[k]) {
 			k++
 		}
-		if k < len(words) {
-			words = words[k:]
+		if k == len(words) { // only assignments: HISTFILE=/dev/null
+			return strings.Join(words, " "), strings.Join(words, " ")
 		}
+		words = words[k:]
 	}
 	var markers []string
 	for guard := 0; guard < 8 && len(words) > 0; guard++ {
