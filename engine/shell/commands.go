@@ -2,7 +2,7 @@ package shell
 
 import (
 	"encoding/base64"
-	"sort"
+	"slices"
 	"strings"
 	"unicode/utf16"
 )
@@ -160,7 +160,8 @@ func (n *normalizer) renderCommand(b *strings.Builder, words []string, depth int
 		return
 	}
 	sp := specs[specKey(name)]
-	var flags, ops []string
+	flags := make([]string, 0, len(args))
+	ops := make([]string, 0, len(args))
 	winFlags := winValueFlags[name]
 	endOpts := false
 	for k := 0; k < len(args); k++ {
@@ -214,7 +215,7 @@ func (n *normalizer) renderCommand(b *strings.Builder, words []string, depth int
 			}
 		}
 	}
-	sort.Strings(flags)
+	slices.Sort(flags)
 	prev := ""
 	for _, f := range flags {
 		if f == prev {
@@ -320,7 +321,7 @@ func renderPS(b *strings.Builder, args []string) {
 			flags = append(flags, "-"+p)
 		}
 	}
-	sort.Strings(flags)
+	slices.Sort(flags)
 	for _, f := range flags {
 		b.WriteByte(' ')
 		b.WriteString(collapse(f))
@@ -520,49 +521,79 @@ var psVerbs = set("get", "set", "new", "remove", "invoke", "start", "stop", "add
 	"unregister", "test", "restart", "expand", "compress", "rename", "resolve", "format", "mount",
 	"install", "uninstall", "enter", "select", "foreach", "where")
 
-// detectMode guesses whether a top-level line is PowerShell or cmd.
+// detectMode guesses whether a top-level line is PowerShell or cmd, in one
+// pass over its words: PowerShell if it has $env:, iex/iwr/irm or a
+// Verb-Noun cmdlet; cmd if it has a drive path (C:\), %USERPROFILE% and the
+// like, or starts with a cmd-only command.
 func detectMode(s string) mode {
-	lower := strings.ToLower(s)
-	if strings.IndexByte(lower, '`') >= 0 { // i`e`x: PowerShell escapes hide the words
-		lower = strings.ReplaceAll(lower, "`", "")
-	}
-	if strings.Contains(lower, "$env:") || hasWord(lower, "iex") || hasWord(lower, "iwr") || hasWord(lower, "irm") {
-		return modePS
-	}
-	for i := 0; i < len(lower); i++ {
-		if lower[i] != '-' || i == 0 || i+1 >= len(lower) || lower[i+1] < 'a' || lower[i+1] > 'z' {
+	var buf [16]byte
+	cmd := false
+	first := true
+	for i := 0; i < len(s); {
+		c := s[i]
+		if !isLetter(c) {
+			if c == '%' && i+1 < len(s) {
+				if j := strings.IndexByte(s[i+1:], '%'); j > 0 && j < 16 {
+					switch strings.ToLower(s[i+1 : i+1+j]) {
+					case "userprofile", "appdata", "systemroot", "windir", "homepath", "temp", "programdata":
+						cmd = true
+					}
+				}
+			}
+			if c != '`' && c != ' ' && c != '\t' {
+				first = false
+			}
+			i++
 			continue
 		}
 		j := i
-		for j > 0 && lower[j-1] >= 'a' && lower[j-1] <= 'z' {
-			j--
+		for j < len(s) && (isLetter(s[j]) || s[j] == '`') {
+			j++
 		}
-		if j > 0 && (lower[j-1] == '-' || lower[j-1] == '/' || lower[j-1] == '.' || lower[j-1] == '_') {
-			continue
+		word := s[i:j]
+		if len(word) <= len(buf) {
+			n := 0
+			for k := 0; k < len(word); k++ {
+				if word[k] != '`' {
+					buf[n] = word[k] | 0x20
+					n++
+				}
+			}
+			w := buf[:n]
+			var prev, next byte
+			if i > 0 {
+				prev = s[i-1]
+			}
+			if j < len(s) {
+				next = s[j]
+			}
+			switch {
+			case string(w) == "env" && prev == '$' && next == ':':
+				return modePS
+			case (string(w) == "iex" || string(w) == "iwr" || string(w) == "irm") && !isIdent(prev) && !isIdent(next) && prev != '-' && next != '-':
+				return modePS
+			case next == '-' && j+1 < len(s) && isLetter(s[j+1]) && prev != '-' && prev != '/' && prev != '.' && prev != '_' && psVerbs[string(w)]:
+				return modePS
+			case n == 1 && next == ':' && j+1 < len(s) && s[j+1] == '\\' && !isIdent(prev):
+				cmd = true
+			case first && cmdFirstWords[string(w)]:
+				cmd = true
+			}
 		}
-		if psVerbs[lower[j:i]] {
-			return modePS
-		}
+		first = false
+		i = j
 	}
-	for i := 0; i+2 < len(lower); i++ {
-		if lower[i] >= 'a' && lower[i] <= 'z' && lower[i+1] == ':' && lower[i+2] == '\\' && (i == 0 || !isIdent(lower[i-1])) {
-			return modeCmd
-		}
-	}
-	if strings.Contains(lower, "%userprofile%") || strings.Contains(lower, "%appdata%") || strings.Contains(lower, "%systemroot%") {
-		return modeCmd
-	}
-	first := lower
-	if j := strings.IndexAny(first, " \t"); j >= 0 {
-		first = first[:j]
-	}
-	switch strings.TrimSuffix(strings.TrimPrefix(first, "@"), ".exe") {
-	case "cmd", "del", "erase", "rd", "format", "reg", "schtasks", "vssadmin", "bcdedit", "wevtutil",
-		"icacls", "takeown", "wmic", "netsh", "certutil", "bitsadmin", "attrib", "robocopy", "xcopy", "cmd/c":
+	if cmd {
 		return modeCmd
 	}
 	return modePosix
 }
+
+// cmdFirstWords are commands that only cmd.exe runs.
+var cmdFirstWords = set("cmd", "del", "erase", "rd", "format", "reg", "schtasks", "vssadmin", "bcdedit",
+	"wevtutil", "icacls", "takeown", "wmic", "netsh", "certutil", "bitsadmin", "attrib", "robocopy", "xcopy")
+
+func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
 
 // isCmdlet reports whether name is a PowerShell Verb-Noun.
 func isCmdlet(name string) bool {

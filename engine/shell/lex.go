@@ -187,6 +187,20 @@ func (l *lexer) isBreak(c byte) bool {
 // readWord reads an unquoted-or-quoted word at l.i. ok is false when nothing
 // but a word separator (an unquoted $IFS) was read.
 func (l *lexer) readWord() (string, bool, bool) {
+	// Fast path: a word of plain characters is a substring of the source.
+	start := l.i
+	for j := l.i; j <= len(l.src); j++ {
+		if j == len(l.src) || l.isBreak(l.src[j]) {
+			if j > start {
+				l.i = j
+				return l.src[start:j], false, true
+			}
+			break
+		}
+		if l.special(l.src[j]) {
+			break
+		}
+	}
 	var b strings.Builder
 	had, quoted := false, false
 	// Process substitution <(...) and >(...).
@@ -302,6 +316,18 @@ func (l *lexer) readWord() (string, bool, bool) {
 		had = true
 	}
 	return b.String(), quoted, had
+}
+
+// special reports whether c needs more than copying inside an unquoted word.
+func (l *lexer) special(c byte) bool {
+	switch l.m {
+	case modePosix:
+		return c == '\\' || c == '\'' || c == '"' || c == '$' || c == '`' || c == '<' || c == '>'
+	case modePS:
+		return c == '`' || c == '\'' || c == '"' || c == '$' || c == '('
+	default:
+		return c == '^' || c == '"' || c == '%'
+	}
 }
 
 func (l *lexer) singleQuote(b *strings.Builder) {

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -29,15 +30,22 @@ func Normalize(cmd string) []string {
 		all = append(all, more...)
 	}
 	out := make([]string, 0, len(all))
-	seen := make(map[string]struct{}, len(all))
+	var seen map[string]struct{}
+	if len(all) > 16 {
+		seen = make(map[string]struct{}, len(all))
+	}
 	for _, s := range all {
 		if s == "" {
 			continue
 		}
-		if _, dup := seen[s]; dup {
+		if seen != nil {
+			if _, dup := seen[s]; dup {
+				continue
+			}
+			seen[s] = struct{}{}
+		} else if slices.Contains(out, s) {
 			continue
 		}
-		seen[s] = struct{}{}
 		out = append(out, s)
 		if len(out) == maxOutputs {
 			break
@@ -60,7 +68,7 @@ func (n *normalizer) source(src string, depth int, m mode) (own, all []string) {
 		return []string{s}, nil
 	}
 	var later []string
-	l := &lexer{n: n, src: src, m: m, depth: depth, later: &later}
+	l := &lexer{n: n, src: src, m: m, depth: depth, later: &later, toks: make([]token, 0, len(src)/6+4)}
 	l.run()
 	for _, p := range parse(l.toks, m) {
 		plain, marked := n.renderPipeline(p, depth, m, &later)
@@ -103,11 +111,15 @@ var keywords = map[string]bool{
 
 func parse(toks []token, m mode) []pipeline {
 	var (
-		out []pipeline
-		cur pipeline
-		sc  simple
+		out   []pipeline
+		cur   pipeline
+		sc    simple
+		words = make([]string, 0, len(toks)) // shared backing array for all simple commands
+		start = 0
 	)
 	endSimple := func() {
+		sc.words = words[start:len(words):len(words)]
+		start = len(words)
 		if len(sc.words) > 0 || len(sc.redirs) > 0 {
 			cur = append(cur, sc)
 		}
@@ -123,10 +135,10 @@ func parse(toks []token, m mode) []pipeline {
 	for _, t := range toks {
 		switch t.kind {
 		case tWord:
-			if len(sc.words) == 0 && m == modePosix && !t.quoted && keywords[t.text] {
+			if len(words) == start && m == modePosix && !t.quoted && keywords[t.text] {
 				continue
 			}
-			sc.words = append(sc.words, t.text)
+			words = append(words, t.text)
 		case tRedir:
 			sc.redirs = append(sc.redirs, t)
 		case tPipe:
@@ -141,21 +153,24 @@ func parse(toks []token, m mode) []pipeline {
 
 func (n *normalizer) renderPipeline(p pipeline, depth int, m mode, later *[]string) (plain, marked string) {
 	n.fedToShell(p, depth, m, later)
-	var pb, mb strings.Builder
-	for k, sc := range p {
+	if len(p) == 1 {
+		return n.renderSimple(p[0], depth, m, later)
+	}
+	plains := make([]string, 0, len(p))
+	markeds := make([]string, 0, len(p))
+	for _, sc := range p {
 		ps, ms := n.renderSimple(sc, depth, m, later)
 		if ps == "" {
 			continue
 		}
-		if pb.Len() > 0 {
-			pb.WriteString(" | ")
-			mb.WriteString(" | ")
-		}
-		_ = k
-		pb.WriteString(ps)
-		mb.WriteString(ms)
+		plains = append(plains, ps)
+		markeds = append(markeds, ms)
 	}
-	return pb.String(), mb.String()
+	plain = strings.Join(plains, " | ")
+	if slices.Equal(plains, markeds) {
+		return plain, plain
+	}
+	return plain, strings.Join(markeds, " | ")
 }
 
 // fedToShell normalises text that a pipeline feeds to a shell on its standard
