@@ -122,7 +122,7 @@ var psParamPrefixes = []struct {
 var psValueParams = set("path", "literalpath", "uri", "outfile", "infile", "body", "method", "filepath",
 	"argumentlist", "name", "value", "destination", "headers", "propertytype", "type", "scope",
 	"executionpolicy", "exclusionpath", "exclusionprocess", "action", "trigger", "taskname", "group",
-	"member", "itemtype", "encoding", "credential", "computername", "scriptblock", "command", "filter")
+	"member", "itemtype", "encoding", "credential", "computername", "scriptblock", "command", "filter", "verb")
 
 // psLiteralValues bind to the parameter before them even when it is a switch
 // (-Enabled False, -DisableRealtimeMonitoring $true).
