@@ -465,8 +465,8 @@ func (n *normalizer) nestedStrings(name string, args []string, depth int, m mode
 			}
 		}
 	case name == "find":
-		for k, a := range args {
-			if a == "-exec" || a == "-execdir" || a == "-ok" || a == "-okdir" {
+		for k := 0; k < len(args); k++ {
+			if a := args[k]; a == "-exec" || a == "-execdir" || a == "-ok" || a == "-okdir" {
 				end := k + 1
 				for end < len(args) && args[end] != ";" && args[end] != "+" {
 					end++
@@ -476,6 +476,7 @@ func (n *normalizer) nestedStrings(name string, args []string, depth int, m mode
 					n.renderCommand(&b, args[k+1:end], depth+1, m, later, nil)
 					*later = append(*later, b.String())
 				}
+				k = end
 			}
 		}
 	case name == "invoke-expression":

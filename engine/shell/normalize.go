@@ -23,7 +23,7 @@ func Normalize(cmd string) []string {
 	if len(cmd) > maxInput {
 		cmd = cmd[:maxInput]
 	}
-	n := &normalizer{}
+	n := &normalizer{budget: 8*len(cmd) + 4096}
 	_, all := n.source(cmd, 0, modePosix)
 	if m := detectMode(cmd); m != modePosix {
 		_, more := n.source(cmd, 0, m)
@@ -57,13 +57,14 @@ func Normalize(cmd string) []string {
 // normalizer carries the state shared by one Normalize call.
 type normalizer struct {
 	produced int // strings produced so far, to bound pathological inputs
+	budget   int // bytes of output left; nested text is not expanded past it
 }
 
 // source normalises src read in dialect m at nesting depth. own holds the
 // plain canonical form of each of its pipelines; all holds every rendering
 // (own, the sudo-marked variants, then the nested command strings).
 func (n *normalizer) source(src string, depth int, m mode) (own, all []string) {
-	if depth > maxDepth || n.produced > maxOutputs {
+	if depth > maxDepth || n.produced > maxOutputs || n.budget < 0 {
 		s := collapse(src)
 		return []string{s}, nil
 	}
@@ -83,6 +84,9 @@ func (n *normalizer) source(src string, depth int, m mode) (own, all []string) {
 	}
 	all = append(all, later...)
 	n.produced += len(all)
+	for _, s := range own {
+		n.budget -= len(s)
+	}
 	return own, all
 }
 
@@ -349,11 +353,13 @@ func (n *normalizer) unwrap(words []string, depth int, m mode, later *[]string) 
 			rest = rest[1:] // the duration
 		}
 	case "watch":
+		// watch runs its operands through sh -c: normalise them as a command
+		// string and keep "watch ..." itself as the command.
 		if len(rest) > 0 && depth < maxDepth {
-			own, all := n.source(strings.Join(rest, " "), depth+1, modePosix)
+			_, all := n.source(strings.Join(rest, " "), depth+1, modePosix)
 			*later = append(*later, all...)
-			_ = own
 		}
+		return nil, "", false
 	case "sudo", "doas":
 		marker = strings.Join(append([]string{name}, opts...), " ")
 	}

@@ -138,6 +138,18 @@ func TestNormalizeBounded(t *testing.T) {
 	// Substitutions nested far deeper than maxDepth.
 	_ = Normalize(strings.Repeat("$(", 5000) + "rm -rf /" + strings.Repeat(")", 5000))
 	_ = Normalize(strings.Repeat("`echo ", 3000))
+	// Inputs built to multiply work: the output stays proportional to the input.
+	for _, unit := range []string{"$(", `sh -c "`, "eval ", "echo x | sh -c '", "powershell -c ", "bash <<< ",
+		"`", "((((", "cmd /c ", "watch ", "a$IFS", `'"`, "{a,b}", "sudo env ", "find / -exec sh -c "} {
+		in := strings.Repeat(unit, maxInput/len(unit)+1)
+		total := 0
+		for _, s := range Normalize(in) {
+			total += len(s)
+		}
+		if limit := 16 * maxInput; total > limit {
+			t.Errorf("%q repeated: %d bytes of output", unit, total)
+		}
+	}
 	// Oversized input is cut, not rejected.
 	big := strings.Repeat("echo hello world; ", 10000)
 	if got := Normalize(big); len(got) == 0 {
