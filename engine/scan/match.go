@@ -28,7 +28,7 @@ type Match struct {
 
 // Limits of the pattern matcher.
 const (
-	MaxPatternLen = 4 << 10 // longest accepted pattern, in bytes
+	MaxPatternLen = 16 << 10 // longest accepted pattern, in bytes (dangerous-command rules list many spellings)
 	MaxExcerpt    = 120     // longest Match.Excerpt, in bytes
 	lineWindow    = 2 << 10 // window around a literal hit for single-line patterns
 	multiWindow   = 4 << 10 // window around a literal hit for patterns that can cross lines
