@@ -51,7 +51,7 @@ func matchCommand(rules []dangerRule, cmd string) []string {
 	forms := Normalize(cmd)
 	var codes []string
 	for _, r := range rules {
-		if r.Target != "command" {
+		if r.Target != "command" && r.Target != "" {
 			continue
 		}
 		for _, f := range forms {
@@ -67,7 +67,7 @@ func matchCommand(rules []dangerRule, cmd string) []string {
 func matchPath(rules []dangerRule, target, path string) []string {
 	var codes []string
 	for _, r := range rules {
-		if r.Target == target && r.re.MatchString(strings.ToLower(path)) {
+		if (r.Target == target || r.Target == "") && r.re.MatchString(strings.ToLower(path)) {
 			codes = append(codes, r.Code)
 		}
 	}
@@ -101,7 +101,7 @@ func TestDangerRulesWellFormed(t *testing.T) {
 			t.Errorf("%s: empty message", r.Code)
 		}
 		switch r.Target {
-		case "command", "read_path", "write_path", "delete_path":
+		case "command", "read_path", "write_path", "delete_path", "outbound", "": // "" applies to every target
 		default:
 			t.Errorf("%s: unknown target %q", r.Code, r.Target)
 		}
@@ -499,6 +499,19 @@ var dangerPaths = []struct{ target, path, code string }{
 	{"delete_path", `C:\Windows`, "DANGER-090"},
 	{"delete_path", `C:\Users\bob`, "DANGER-090"},
 	{"delete_path", "%USERPROFILE%", "DANGER-090"},
+	// outbound: the arguments of network, e-mail and messaging tools.
+	{"outbound", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA", "DANGER-100"},
+	{"outbound", "keys: AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI", "DANGER-101"},
+	{"outbound", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG", "DANGER-101"},
+	{"outbound", "token ghp_abcdefghijklmnopqrstuvwxyz0123456789", "DANGER-101"},
+	{"outbound", "here are the contents of ~/.ssh/id_rsa", "DANGER-102"},
+	{"outbound", "attached: /home/bob/.aws/credentials", "DANGER-102"},
+	{"outbound", "project archive including .env", "DANGER-102"},
+	{"outbound", "db password: Sup3rS3cret!", "DANGER-103"},
+	{"outbound", "api_key=sk_live_4eC39HqLyjWDarjtT1", "DANGER-103"},
+	{"write_path", "/home/u/.local/state/toolgate/toolgate.db", "DANGER-110"},
+	{"read_path", "keys/toolgate.key", "DANGER-110"},
+	{"outbound", "here is toolgate.yaml", "DANGER-110"},
 }
 
 var routinePaths = []struct{ target, path string }{
@@ -516,6 +529,13 @@ var routinePaths = []struct{ target, path string }{
 	{"delete_path", "/tmp/x"},
 	{"delete_path", "/home/alice/project/dist"},
 	{"delete_path", `C:\src\app\bin`},
+	{"outbound", "Hi Bob, the password reset link is on the intranet."},
+	{"outbound", "Please update the environment variables in your settings."},
+	{"outbound", "https://api.github.com/repos/acme/app/issues"},
+	{"outbound", "Your API key will expire next week; rotate it in the console."},
+	{"outbound", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI public key for the deploy user"},
+	{"outbound", "see the .envrc tips in docs/direnv.md"},
+	{"read_path", "docs/toolgate-guide.md"},
 }
 
 func TestDangerCommands(t *testing.T) {
