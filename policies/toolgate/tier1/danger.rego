@@ -58,8 +58,7 @@ danger_texts contains t if {
 
 danger_hits := toolgate.match([t | some t in danger_texts], danger_rules)
 
-danger_outcome := {r.code: r.decision | some r in danger_rules}
-
-reasons contains reason(m.code, m.name, sprintf("%s in %s", [m.message, m.where]), m.where, object.get(danger_outcome, m.code, "deny")) if {
+# A rule without a decision denies.
+reasons contains reason(m.code, m.name, sprintf("%s in %s", [m.message, m.where]), m.where, object.get(m, "decision", "deny")) if {
 	some m in danger_hits
 }
