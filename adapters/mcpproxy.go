@@ -22,6 +22,12 @@ import (
 // an input schema, or never listed: toolgate cannot tell what it does.
 const CodeNoSchema = "MCP-001"
 
+// CodeNoServerName is the MCP proxy's deny of calls when the server's name
+// is unknown: no --name, and no serverInfo seen (clients speaking the
+// stateless protocol send server/discover, which carries none). Per-agent
+// tool lists name tools mcp__<server>__<tool>, so guessing would fail open.
+const CodeNoServerName = "MCP-002"
+
 // On --on-escalate.
 const (
 	EscalateDeny = "deny"
@@ -133,12 +139,10 @@ func (p *Proxy) Run(ctx context.Context, client, server mcp.Transport) error {
 	return err
 }
 
+// serverName is the server's name in action types, "" while unknown.
 func (s *session) serverName() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.name == "" {
-		return "server"
-	}
 	return s.name
 }
 
@@ -149,6 +153,7 @@ func (s *session) fromClient(ctx context.Context) error {
 			return err
 		}
 		if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
+			s.log.Debug("mcp proxy: client request", "method", req.Method)
 			switch req.Method {
 			case "tools/call":
 				s.calls.Add(1)
@@ -270,7 +275,7 @@ func (s *session) filterList(ctx context.Context, result json.RawMessage) json.R
 func (s *session) hidden(ctx context.Context, tool string) bool {
 	req := schema.Request{
 		Agent:   schema.Agent{ID: s.p.AgentID, TrustLevel: s.p.TrustLevel},
-		Action:  schema.Action{Type: mcpName(s.serverName(), tool), Arguments: map[string]any{}},
+		Action:  schema.Action{Type: mcpName(orDefault(s.serverName(), "unknown"), tool), Arguments: map[string]any{}},
 		Context: schema.Context{ConversationID: "tools/list", StepNumber: 1},
 	}
 	d, err := s.p.Verifier.Engine().Evaluate(ctx, &req, nil)
@@ -307,7 +312,12 @@ func (s *session) call(ctx context.Context, req *jsonrpc.Request) {
 		s.deny(ctx, req.ID, "toolgate: deny (tools/call without a tool name)")
 		return
 	}
-	tool := mcpName(s.serverName(), params.Name)
+	server := s.serverName()
+	if server == "" {
+		s.deny(ctx, req.ID, fmt.Sprintf("toolgate: deny (%s: the MCP server's name is unknown: start the proxy with --name)", CodeNoServerName))
+		return
+	}
+	tool := mcpName(server, params.Name)
 	args, err := objectArgs(params.Arguments)
 	if err != nil {
 		s.deny(ctx, req.ID, "toolgate: deny (the arguments of "+params.Name+" are not a JSON object)")
