@@ -113,8 +113,10 @@ func errorsAs(err error, target **exec.ExitError) bool {
 	return ok
 }
 
+func payloadB(b *testing.B, name string) []byte { return payload(b, name, "") }
+
 // payload reads a recorded hook payload and fills its placeholders.
-func payload(t *testing.T, name, session string) []byte {
+func payload(t testing.TB, name, session string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "hooks", name))
 	if err != nil {

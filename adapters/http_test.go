@@ -13,7 +13,7 @@ import (
 	"github.com/toolgate/toolgate/adapters"
 )
 
-func newVerifier(t *testing.T) *toolgate.Verifier {
+func newVerifier(t testing.TB) *toolgate.Verifier {
 	t.Helper()
 	v, err := toolgate.New(nil, toolgate.WithDB(filepath.Join(t.TempDir(), "toolgate.db")), toolgate.NoWait())
 	if err != nil {
@@ -133,3 +133,5 @@ func TestAuthZENHandler(t *testing.T) {
 		})
 	}
 }
+
+func newVerifierB(b *testing.B) *toolgate.Verifier { return newVerifier(b) }
