@@ -99,6 +99,7 @@ func newRootCmd() *cobra.Command {
 		newBundleCmd(),
 		newAgentCmd(),
 		newAuditCmd(), newKeysCmd(),
+		newHookCmd(), newMCPProxyCmd(),
 	)
 	return root
 }
