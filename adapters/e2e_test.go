@@ -169,7 +169,7 @@ func TestHooksThroughBinary(t *testing.T) {
 		wantWhy string // a substring of the reason
 	}{
 		{"claude bash allowed", "claude_pre_bash.json", []string{"claude-code", "--trust", "trusted"}, "allow", 0, "MATRIX-015"},
-		{"claude pipe to shell asks a person", "claude_pre_bash_pipe_to_shell.json", []string{"claude-code", "--trust", "trusted"}, "ask", 0, "PATTERN-005"},
+		{"claude pipe to shell asks a person", "claude_pre_bash_pipe_to_shell.json", []string{"claude-code", "--trust", "trusted"}, "ask", 0, "DANGER-020"},
 		{"claude write allowed", "claude_pre_write.json", []string{"claude-code", "--trust", "trusted"}, "allow", 0, "MATRIX-014"},
 		{"claude webfetch allowed", "claude_pre_webfetch.json", []string{"claude-code", "--trust", "trusted"}, "allow", 0, ""},
 		{"claude webfetch, untrusted agent", "claude_pre_webfetch.json", []string{"claude-code"}, "deny", 0, "MATRIX-002"},

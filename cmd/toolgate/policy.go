@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/bundles"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
@@ -37,7 +38,7 @@ func (p *policyFlags) loadConfig() (*config.Config, error) {
 // newEngine builds the engine from the flags and the config: the bundle, the
 // config's policy extensions, then each --data file, merged in that order.
 func (p *policyFlags) newEngine(ctx context.Context, cfg *config.Config) (*engine.Engine, error) {
-	opts := []engine.Option{engine.WithData(configData(cfg))}
+	opts := []engine.Option{engine.WithData(toolgate.ConfigData(cfg))}
 	src := p.bundle
 	if src == "" {
 		src = cfg.Resolve(cfg.Policy.Bundle)
@@ -75,33 +76,6 @@ func resolveAll(cfg *config.Config, paths []string) []string {
 	out := make([]string, len(paths))
 	for i, p := range paths {
 		out[i] = cfg.Resolve(p)
-	}
-	return out
-}
-
-// configData turns the config's policy keys into data.toolgate.config.
-func configData(cfg *config.Config) map[string]any {
-	c := map[string]any{"max_steps": cfg.Conversation.MaxSteps}
-	if len(cfg.Policy.AdditionalPatterns) > 0 {
-		c["additional_patterns"] = toAny(cfg.Policy.AdditionalPatterns)
-	}
-	if len(cfg.Policy.AdditionalHighRiskTools) > 0 {
-		c["additional_high_risk_tools"] = toAny(cfg.Policy.AdditionalHighRiskTools)
-	}
-	if len(cfg.Policy.AgentTools) > 0 {
-		at := map[string]any{}
-		for id, t := range cfg.Policy.AgentTools {
-			at[id] = map[string]any{"allowed": toAny(t.Allowed), "blocked": toAny(t.Blocked)}
-		}
-		c["agent_tools"] = at
-	}
-	return map[string]any{"toolgate": map[string]any{"config": c}}
-}
-
-func toAny(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
 	}
 	return out
 }
