@@ -169,7 +169,7 @@ func (r *Review) read(content string) {
 		Guidance string  `json:"guidance"`
 	}
 	if err := llm.DecodeJSON(content, &a); err != nil || a.Verdict == nil {
-		r.fail("unreadable answer: " + quote(content))
+		r.fail("unreadable answer: " + llm.Quote(content))
 		return
 	}
 	r.Reason, r.Guidance = strings.TrimSpace(a.Reason), strings.TrimSpace(a.Guidance)
@@ -185,7 +185,7 @@ func (r *Review) read(content string) {
 	case VerdictPause:
 		r.Verdict, r.Next, r.Code = v, schema.Pending, CodePause
 	default:
-		r.fail("unknown verdict " + quote(*a.Verdict))
+		r.fail("unknown verdict " + llm.Quote(*a.Verdict))
 	}
 }
 
@@ -286,16 +286,4 @@ func reviewPrompt(req schema.Request, t Trail) []llm.Message {
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(d) // plain values and raw JSON from json.Marshal: cannot fail
 	return []llm.Message{{Role: llm.System, Content: systemPrompt}, {Role: llm.User, Content: buf.String()}}
-}
-
-func quote(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return "(empty)"
-	}
-	if len(s) > 200 {
-		s = llm.Cut(s, 200) + "…"
-	}
-	b, _ := json.Marshal(s)
-	return string(b)
 }

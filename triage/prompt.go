@@ -157,16 +157,3 @@ func yesNo(content string) string {
 	}
 	return ""
 }
-
-// quote shows a model's answer in a reason, bounded.
-func quote(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return "(empty)"
-	}
-	if len(s) > 200 {
-		s = llm.Cut(s, 200) + "…"
-	}
-	b, _ := json.Marshal(s)
-	return string(b)
-}

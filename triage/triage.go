@@ -218,7 +218,7 @@ func (c *Client) Triage(ctx context.Context, req schema.Request, d schema.Decisi
 		c.judge(&out, false, 1, "answered NO after a retry")
 	default:
 		out.Result, out.Next, out.Code = ResultUnclear, schema.Escalate, CodeUnclear
-		out.Reason = "no readable answer after the YES/NO retry: " + quote(res2.Content)
+		out.Reason = "no readable answer after the YES/NO retry: " + llm.Quote(res2.Content)
 	}
 	return finish()
 }

@@ -59,9 +59,7 @@ func newApprovalsListCmd() *cobra.Command {
 				if list == nil {
 					list = []supervisor.Approval{}
 				}
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(list)
+				return writeIndentedJSON(cmd.OutOrStdout(), list)
 			}
 			printApprovals(cmd.OutOrStdout(), list)
 			return nil

@@ -204,9 +204,7 @@ func newAuditQueryCmd() *cobra.Command {
 				if entries == nil {
 					entries = []audit.Entry{}
 				}
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(entries)
+				return writeIndentedJSON(cmd.OutOrStdout(), entries)
 			}
 			return printEntries(cmd.OutOrStdout(), entries)
 		},

@@ -227,6 +227,20 @@ func DecodeJSON(content string, v any) error {
 	return nil
 }
 
+// Quote shows a model's answer in a reason: trimmed, at most 200 bytes,
+// JSON-quoted so control characters cannot forge log lines.
+func Quote(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "(empty)"
+	}
+	if len(s) > 200 {
+		s = Cut(s, 200) + "…"
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
 // Cut keeps at most n bytes of s from its start, on a rune boundary.
 func Cut(s string, n int) string {
 	if len(s) <= n {
