@@ -31,12 +31,20 @@ policy-test: build
 lint: fmt-check vet
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./engine/... ./state/... ./audit/...
+	$(GO) test -run '^$$' -bench . -benchmem . ./engine/... ./state/... ./audit/... ./bundles/...
 
 # fuzz: a short run of each fuzz target (make fuzz FUZZTIME=5m for longer).
+# The seed corpora in testdata/fuzz/ run as ordinary tests in `make test`.
 FUZZTIME ?= 30s
+FUZZ_TARGETS := schema:FuzzDecodeRequest engine/scan:FuzzDecode engine/scan:FuzzMatch \
+	engine/scan:FuzzProvenance engine/shell:FuzzNormalize audit:FuzzDecodeEntry \
+	state:FuzzFingerprint triage:FuzzParseAnswer
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME) ./schema/
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$fn ./$$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) ./$$pkg/ || exit 1; \
+	done
 
 clean:
 	rm -rf bin

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/internal/openaitest"
 	"github.com/toolgate/toolgate/schema"
+	"github.com/toolgate/toolgate/state"
 	"github.com/toolgate/toolgate/supervisor"
 )
 
@@ -256,5 +257,80 @@ func TestInvalidRequest(t *testing.T) {
 	_, err := v.Verify(context.Background(), r)
 	if re, ok := err.(*schema.RequestError); !ok || re.Field != "context.step_number" {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestAuditFailureDenies: an allow that cannot be recorded becomes a deny.
+func TestAuditFailureDenies(t *testing.T) {
+	keyPath, _, err := audit.GenerateKey(t.TempDir(), "ed25519", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newPipeline(t, nil, toolgate.WithAuditKey(keyPath))
+	ctx := context.Background()
+	// The disk "fills up" for the audit table only.
+	if _, err := v.Store().DB().ExecContext(ctx, `CREATE TRIGGER audit_full BEFORE INSERT ON audit_entries BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`); err != nil {
+		t.Fatal(err)
+	}
+	got, err := v.Verify(ctx, call(1, "calculate", "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Outcome != schema.Deny || !got.HasCode(toolgate.CodeAuditFailed) {
+		t.Fatalf("got %s %v", got.Outcome, got.Codes())
+	}
+	// The step was not consumed: once the disk has room, the same step runs.
+	v.Store().DB().ExecContext(ctx, `DROP TRIGGER audit_full`)
+	if got, _ := v.Verify(ctx, call(1, "calculate", "1")); got.Outcome != schema.Allow {
+		t.Fatalf("after recovery: %s %v", got.Outcome, got.Codes())
+	}
+}
+
+// TestRegisteredAgents: the registry's trust, permissions, budgets and
+// tokens apply, and a request may lower its trust but never raise it.
+func TestRegisteredAgents(t *testing.T) {
+	v := newPipeline(t, loadConfig(t, "agents:\n  require_registration: true\n"))
+	ctx := context.Background()
+	ag, token, err := v.Store().RegisterAgent(ctx, state.AgentSpec{Name: "ci", Trust: schema.LevelSupervised,
+		BlockedTools: []string{"web_fetch"}, MaxRequestsPerHour: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted := schema.LevelTrusted
+	mk := func(step int, tool, tok string, trust *schema.TrustLevel) toolgate.Request {
+		return toolgate.Request{Agent: toolgate.Agent{ID: ag.ID, Token: tok, TrustLevel: trust},
+			Action:  toolgate.Action{Type: tool, Arguments: map[string]any{"path": fmt.Sprintf("f%d", step), "url": "https://example.com"}},
+			Context: toolgate.Context{ConversationID: "conv_r", StepNumber: step}}
+	}
+	steps := []struct {
+		req  toolgate.Request
+		want schema.Outcome
+		code string
+	}{
+		{mk(1, "file_read", "wrong", nil), schema.Deny, "AGENT-003"},
+		{mk(1, "file_read", token, nil), schema.Allow, "MATRIX-005"},
+		{mk(2, "bash", token, &trusted), schema.Deny, "MATRIX-007"}, // asks for trusted, is supervised
+		{mk(2, "web_fetch", token, nil), schema.Deny, "TOOL-001"},
+		{mk(2, "file_read", token, nil), schema.Deny, "BUDGET-002"}, // the fifth request this hour
+	}
+	for i, s := range steps {
+		got, err := v.Verify(ctx, s.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Outcome != s.want || !got.HasCode(s.code) {
+			t.Fatalf("call %d: got %s %v, want %s %s", i+1, got.Outcome, got.Codes(), s.want, s.code)
+		}
+	}
+	unknown := mk(1, "file_read", "", nil)
+	unknown.Agent.ID = "agent_nobody"
+	if got, _ := v.Verify(ctx, unknown); got.Outcome != schema.Deny || !got.HasCode("AGENT-002") {
+		t.Fatalf("unregistered: %s %v", got.Outcome, got.Codes())
+	}
+	if err := v.Store().RevokeAgent(ctx, ag.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := v.Verify(ctx, mk(3, "file_read", token, nil)); got.Outcome != schema.Deny || !got.HasCode("AGENT-001") {
+		t.Fatalf("revoked: %s %v", got.Outcome, got.Codes())
 	}
 }
