@@ -115,6 +115,45 @@ type env struct {
 	cfg       *config.Config
 	eng       *engine.Engine
 	stateless *toolgate.Verifier // nil when cases under this config need state
+
+	// template is an empty database with every migration applied, copied
+	// for each stateful case: opening a copy is much cheaper than migrating
+	// a new file.
+	templateOnce sync.Once
+	template     []byte
+	templateErr  error
+}
+
+// freshDB writes a migrated, empty database at path.
+func (e *env) freshDB(ctx context.Context, dir, path string, logger *slog.Logger) error {
+	e.templateOnce.Do(func() {
+		tdir, err := os.MkdirTemp(dir, "template-")
+		if err != nil {
+			e.templateErr = err
+			return
+		}
+		defer os.RemoveAll(tdir)
+		tp := filepath.Join(tdir, "template.db")
+		v, err := toolgate.New(e.cfg, toolgate.WithEngine(e.eng), toolgate.WithDB(tp), toolgate.NoWait(), toolgate.WithLogger(logger))
+		if err != nil {
+			e.templateErr = err
+			return
+		}
+		if _, err := v.Store().DB().ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+			v.Close()
+			e.templateErr = fmt.Errorf("checkpoint the template database: %w", err)
+			return
+		}
+		if err := v.Close(); err != nil {
+			e.templateErr = err
+			return
+		}
+		e.template, e.templateErr = os.ReadFile(tp)
+	})
+	if e.templateErr != nil {
+		return e.templateErr
+	}
+	return os.WriteFile(path, e.template, 0o600)
 }
 
 type envKey struct {
@@ -322,6 +361,10 @@ func runCase(ctx context.Context, s *Suite, c *Case, e *env, dbPath string, fres
 	resolve := func(string) (string, string, bool) { return "", "", false }
 	if v == nil || fresh || !s.stateless(c) {
 		res.Stateful = true
+		if err := e.freshDB(ctx, filepath.Dir(dbPath), dbPath, logger); err != nil {
+			res.Error = fmt.Sprintf("prepare the case's database: %v", err)
+			return res
+		}
 		cv, err := toolgate.New(e.cfg, toolgate.WithEngine(e.eng), toolgate.WithDB(dbPath), toolgate.NoWait(), toolgate.WithLogger(logger))
 		if err != nil {
 			res.Error = fmt.Sprintf("open the case's database: %v", err)
