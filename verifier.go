@@ -54,8 +54,9 @@ type Auditor interface {
 // every tier's reasons) and the trail of each tier that ran.
 type Verdict struct {
 	schema.Decision
-	// Tier1 is the deterministic tier's own decision.
-	Tier1 schema.Decision `json:"tier1"`
+	// Tier1 is the deterministic tier's own decision, when a later tier ran
+	// and the final decision may differ from it.
+	Tier1 *schema.Decision `json:"tier1,omitempty"`
 	// Triage, Supervisor and Approval are set when that tier ran.
 	Triage     *TierOutcome     `json:"triage,omitempty"`
 	Supervisor *TierOutcome     `json:"supervisor,omitempty"`
@@ -300,7 +301,7 @@ func (v *Verifier) Verify(ctx context.Context, req Request) (Verdict, error) {
 		if err != nil {
 			v.logger.Error("state store unavailable: denying", "err", err, "agent", req.Agent.ID)
 			d := denial(CodeStateUnavailable, "state", "state store unavailable: "+err.Error(), v.engine.Policy())
-			return v.finish(ctx, req, Verdict{Decision: d, Tier1: d}, nil, nil)
+			return v.finish(ctx, req, Verdict{Decision: d}, nil, nil)
 		}
 		res, facts = r, &f
 	}
@@ -308,16 +309,15 @@ func (v *Verifier) Verify(ctx context.Context, req Request) (Verdict, error) {
 	if err != nil {
 		v.logger.Error("policy evaluation failed: denying", "err", err)
 	}
-	verdict := Verdict{Decision: d, Tier1: d}
-	var probes []audit.Probe
-	verdict, probes = v.escalate(ctx, req, verdict)
+	verdict, probes := v.escalate(ctx, req, d)
 	return v.finish(ctx, req, verdict, res, probes)
 }
 
 // escalate runs the later tiers on what Tier 1 could not settle.
-func (v *Verifier) escalate(ctx context.Context, req Request, verdict Verdict) (Verdict, []audit.Probe) {
+func (v *Verifier) escalate(ctx context.Context, req Request, d schema.Decision) (Verdict, []audit.Probe) {
+	verdict := Verdict{Decision: d}
+	verdict.Reasons = append([]schema.Reason(nil), d.Reasons...)
 	var probes []audit.Probe
-	d := verdict.Tier1
 	out := d.Outcome
 	probe := out == schema.Escalate ||
 		(out == schema.Allow && v.triager != nil && v.triager.AlwaysProbe(d.Category))
@@ -377,6 +377,9 @@ func (v *Verifier) escalate(ctx context.Context, req Request, verdict Verdict) (
 		out = v.approve(ctx, req, &verdict)
 	}
 	verdict.Outcome = out
+	if verdict.Triage != nil || verdict.Supervisor != nil || verdict.Approval != nil {
+		verdict.Tier1 = &d
+	}
 	return verdict, probes
 }
 

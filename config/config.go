@@ -5,6 +5,7 @@ package config
 
 import (
 	"bytes"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,12 @@ import (
 
 	"gopkg.in/yaml.v3"
 )
+
+// Example is a commented toolgate.yaml with every key (`toolgate config
+// example`). It parses: a test checks it.
+//
+//go:embed example.yaml
+var Example string
 
 // Config is the whole file. The zero value of a section means its defaults.
 type Config struct {

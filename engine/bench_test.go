@@ -29,7 +29,7 @@ func contextText(n int) string {
 }
 
 func benchRequest(size int) *schema.Request {
-	trusted := schema.LevelAutonomous
+	trusted := schema.LevelTrusted
 	return &schema.Request{
 		Agent:  schema.Agent{ID: "agent_bench", TrustLevel: &trusted},
 		Action: schema.Action{Type: "send_email", Arguments: map[string]any{"to": "maria@example.com", "subject": "Q3 numbers", "body": "Revenue grew 4%; see the dashboard."}},

@@ -19,7 +19,7 @@ import (
 // returns facts; the policy decides over them.
 //
 //	toolgate.texts(input)                      {"arguments": [text], "untrusted": [text], "trusted": [string]}
-//	toolgate.match(texts, rules)               [{"code","name","message","where","excerpt","class"}]
+//	toolgate.match(texts, rules)               [{"code","name","message","where","excerpt","class","decision"}]
 //	toolgate.decode(texts)                     [{"code","message","where","scope","encodings","decoded"}]
 //	toolgate.shell(command)                    [canonical command strings]
 //	toolgate.provenance(args, trusted, untrusted) [{"where","value","kind","block"}]
@@ -27,7 +27,7 @@ import (
 // A text is {"where": input path, "text": string, "scope": s}; a rule applies
 // to a text when its "scope" (or "target") is absent, "any", or equal to the
 // text's scope. Argument texts also carry "key", their top-level argument
-// name. A match carries its rule's "class" when the rule has one.
+// name. A match carries its rule's "class" and "decision" when the rule has them.
 var (
 	textObject = types.NewObject([]*types.StaticProperty{
 		types.NewStaticProperty("where", types.S),
@@ -39,35 +39,29 @@ var (
 
 func init() {
 	rego.RegisterBuiltin1(&rego.Function{
-		Name:             "toolgate.texts",
-		Description:      "Collects the strings of a request: argument strings with their paths, untrusted block contents, and trusted text.",
-		Decl:             types.NewFunction(types.Args(types.Named("input", types.A)), types.Named("texts", types.A)),
-		Memoize:          true,
-		Nondeterministic: false,
+		Name:        "toolgate.texts",
+		Description: "Collects the strings of a request: argument strings with their paths, untrusted block contents, and trusted text.",
+		Decl:        types.NewFunction(types.Args(types.Named("input", types.A)), types.Named("texts", types.A)),
 	}, builtinTexts)
 	rego.RegisterBuiltin2(&rego.Function{
 		Name:        "toolgate.match",
 		Description: "Matches texts against pattern rules (case-insensitive RE2, literal-prefiltered); at most one match per rule and text.",
 		Decl:        types.NewFunction(types.Args(types.Named("texts", textArray), types.Named("rules", anyArray)), types.Named("matches", anyArray)),
-		Memoize:     true,
 	}, builtinMatch)
 	rego.RegisterBuiltin1(&rego.Function{
 		Name:        "toolgate.decode",
 		Description: "Finds encoded content (base64, base32, hex, percent, HTML entities, escapes, zero-width, bidi, homoglyphs), decoding up to 3 layers.",
 		Decl:        types.NewFunction(types.Args(types.Named("texts", textArray)), types.Named("findings", anyArray)),
-		Memoize:     true,
 	}, builtinDecode)
 	rego.RegisterBuiltin1(&rego.Function{
 		Name:        "toolgate.shell",
 		Description: "Normalises a shell command line into canonical pipelines (quotes, escapes, flag spellings, wrappers, nested sh -c).",
 		Decl:        types.NewFunction(types.Args(types.Named("command", types.S)), types.Named("canonical", types.NewArray(nil, types.S))),
-		Memoize:     true,
 	}, builtinShell)
 	rego.RegisterBuiltin3(&rego.Function{
 		Name:        "toolgate.provenance",
 		Description: "Reports argument values found in untrusted text but in no trusted text.",
 		Decl:        types.NewFunction(types.Args(types.Named("arguments", textArray), types.Named("trusted", types.NewArray(nil, types.S)), types.Named("untrusted", textArray)), types.Named("origins", anyArray)),
-		Memoize:     true,
 	}, builtinProvenance)
 }
 
@@ -193,12 +187,16 @@ func texts(v ast.Value) (map[string][]scan.Text, error) {
 	return out, nil
 }
 
+// matchExtras are the rule fields a match carries along, so the policy need
+// not look the rule up again.
+var matchExtras = []string{"class", "decision"}
+
 // ruleSets caches compiled rule sets by the rules' value: the policy passes
 // the same data on every evaluation, so each set compiles once.
 type compiledRules struct {
 	rules   ast.Value
-	byScope map[string]*scan.RuleSet // "*" = rules for texts whose scope no rule names
-	class   map[string]*ast.Term     // code → the rule's "class", when it has one
+	byScope map[string]*scan.RuleSet  // "*" = rules for texts whose scope no rule names
+	extra   map[string][][2]*ast.Term // code → the rule's "class" and "decision", when it has them
 }
 
 var ruleCache sync.Map // hash → []*compiledRules
@@ -211,7 +209,13 @@ var ruleCacheMu sync.Mutex
 func compiledFor(rules ast.Value) (*compiledRules, error) {
 	h := rules.Hash()
 	if v, ok := ruleCache.Load(h); ok {
-		for _, c := range v.([]*compiledRules) {
+		list := v.([]*compiledRules)
+		for _, c := range list { // the same data value on every evaluation: no deep compare
+			if c.rules == rules {
+				return c, nil
+			}
+		}
+		for _, c := range list {
 			if c.rules.Compare(rules) == 0 {
 				return c, nil
 			}
@@ -270,11 +274,14 @@ func compileRules(v ast.Value) (*compiledRules, error) {
 		}
 		all = append(all, scoped{r, scope})
 	}
-	c := &compiledRules{rules: v, byScope: map[string]*scan.RuleSet{}, class: map[string]*ast.Term{}}
+	c := &compiledRules{rules: v, byScope: map[string]*scan.RuleSet{}, extra: map[string][][2]*ast.Term{}}
 	for i := 0; i < arr.Len(); i++ {
 		e := arr.Elem(i).Value
-		if cl := stringField(e, "class"); cl != "" {
-			c.class[stringField(e, "code")] = ast.StringTerm(cl)
+		for _, k := range matchExtras {
+			if val := stringField(e, k); val != "" {
+				code := stringField(e, "code")
+				c.extra[code] = append(c.extra[code], ast.Item(ast.InternedTerm(k), ast.StringTerm(val)))
+			}
 		}
 	}
 	build := func(scope string) error {
@@ -322,9 +329,7 @@ func builtinMatch(_ rego.BuiltinContext, textsTerm, rulesTerm *ast.Term) (*ast.T
 				ast.Item(ast.InternedTerm("where"), ast.StringTerm(m.Where)),
 				ast.Item(ast.InternedTerm("excerpt"), ast.StringTerm(m.Excerpt)),
 			}
-			if cl, ok := c.class[m.Code]; ok {
-				items = append(items, ast.Item(ast.InternedTerm("class"), cl))
-			}
+			items = append(items, c.extra[m.Code]...)
 			out = append(out, ast.ObjectTerm(items...))
 		}
 	}

@@ -71,10 +71,14 @@ func InputValue(req *schema.Request, facts *schema.Facts) (ast.Value, error) {
 	return ast.NewObject(items...), nil
 }
 
+// noFacts is the input.facts of an evaluation without state.
+var noFacts = ast.NewObject(ast.Item(ast.InternedTerm("not_applied"),
+	ast.ArrayTerm(ast.StringTerm("agent"), ast.StringTerm("conversation"), ast.StringTerm("budget"))))
+
 // factsValue converts facts; nil facts are {"not_applied": [...]}.
 func factsValue(f *schema.Facts) (ast.Value, error) {
 	if f == nil {
-		f = &schema.Facts{NotApplied: NoStateControls}
+		return noFacts, nil
 	}
 	// Facts are small; the JSON round trip keeps one definition of their
 	// shape (the struct tags).

@@ -7,21 +7,25 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/schema"
 )
 
 type evalFlags struct {
-	policy  policyFlags
-	jsonl   bool
-	explain string
-	noState bool
+	policy   policyFlags
+	jsonl    bool
+	explain  string
+	noState  bool
+	noWait   bool
+	db       string
+	auditKey string
 }
 
 func newEvalCmd() *cobra.Command {
@@ -55,17 +59,44 @@ are still decided, and the exit code is 2 if any line was invalid, else 0.`,
 			if err != nil {
 				return err
 			}
-			if f.jsonl {
-				return evalStream(cmd.Context(), eng, in, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			opts := []toolgate.Option{toolgate.WithEngine(eng), toolgate.WithLogger(slog.Default())}
+			switch {
+			case f.noState:
+				opts = append(opts, toolgate.WithoutState())
+			case f.db != "":
+				opts = append(opts, toolgate.WithDB(f.db))
 			}
-			return evalOne(cmd.Context(), eng, in, cmd.OutOrStdout(), cmd.ErrOrStderr(), f.explain)
+			if f.noWait {
+				opts = append(opts, toolgate.NoWait())
+			}
+			if f.auditKey != "" {
+				opts = append(opts, toolgate.WithAuditKey(f.auditKey))
+			}
+			v, err := toolgate.New(cfg, opts...)
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+			defer v.Close()
+			if f.jsonl {
+				// With state, a stream's requests are decided one at a time,
+				// in order, as the conversation controls assume.
+				workers := 1
+				if f.noState {
+					workers = 2 * runtime.GOMAXPROCS(0)
+				}
+				return evalStream(cmd.Context(), v, workers, in, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
+			return evalOne(cmd.Context(), v, in, cmd.OutOrStdout(), cmd.ErrOrStderr(), f.explain)
 		},
 	}
 	f.policy.register(cmd)
 	cmd.Flags().BoolVar(&f.jsonl, "jsonl", false, "read one request per line and write one decision per line")
 	cmd.Flags().StringVar(&f.explain, "explain", "", "explain the decision on stderr: 'reasons' (the rules that fired) or 'full' (OPA's trace)")
 	cmd.Flags().Lookup("explain").NoOptDefVal = "reasons"
-	cmd.Flags().BoolVar(&f.noState, "no-state", false, "evaluate without conversation history, agents or budgets")
+	cmd.Flags().BoolVar(&f.noState, "no-state", false, "evaluate without conversation history, agents, budgets, approvals or audit")
+	cmd.Flags().StringVar(&f.db, "db", "", "SQLite state file (default: state.path from --config, else $XDG_STATE_HOME/toolgate/toolgate.db)")
+	cmd.Flags().BoolVar(&f.noWait, "no-wait", false, "return pending with an approval_id instead of waiting for a person; a later eval of the same step sees the answer")
+	cmd.Flags().StringVar(&f.auditKey, "audit-key", "", "PEM signing key: record every verdict in the signed audit log (default: audit.signing_key from --config)")
 	return cmd
 }
 
@@ -81,32 +112,36 @@ func outcomeCode(o schema.Outcome) int {
 	return exitDeny
 }
 
-func evalOne(ctx context.Context, eng *engine.Engine, in io.Reader, stdout, stderr io.Writer, explain string) error {
+func evalOne(ctx context.Context, v *toolgate.Verifier, in io.Reader, stdout, stderr io.Writer, explain string) error {
 	req, err := schema.DecodeRequest(in)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	var d schema.Decision
 	switch explain {
-	case "":
-		d, err = eng.Evaluate(ctx, &req, nil)
+	case "", "reasons":
 	case "full":
-		d, err = eng.Explain(ctx, &req, nil, stderr)
-	case "reasons":
-		d, err = eng.Evaluate(ctx, &req, nil)
-		if err == nil {
-			writeExplanation(stderr, &req, &d)
+		// OPA's trace of Tier 1, without state: tracing is for reading.
+		if _, err := v.Engine().Explain(ctx, &req, nil, stderr); err != nil {
+			return withCode(exitError, err)
 		}
 	default:
 		return usageError("--explain: want reasons or full, not %q", explain)
 	}
+	verdict, err := v.Verify(ctx, req)
 	if err != nil {
+		var re *schema.RequestError
+		if errors.As(err, &re) {
+			return withCode(exitUsage, err)
+		}
 		return withCode(exitError, err)
 	}
-	if err := writeJSON(stdout, d); err != nil {
+	if explain == "reasons" {
+		writeExplanation(stderr, &req, &verdict.Decision)
+	}
+	if err := writeJSON(stdout, verdict); err != nil {
 		return withCode(exitError, err)
 	}
-	return withCode(outcomeCode(d.Outcome), nil)
+	return withCode(outcomeCode(verdict.Outcome), nil)
 }
 
 // writeExplanation prints the rules that fired, grouped by the outcome they
@@ -116,7 +151,11 @@ func writeExplanation(w io.Writer, req *schema.Request, d *schema.Decision) {
 	if req.Agent.TrustLevel != nil {
 		trust = req.Agent.TrustLevel.String()
 	}
-	fmt.Fprintf(w, "decision: %s (tier %d, policy %s %s)\n", d.Outcome, d.Tier, d.Policy.Bundle, d.Policy.Revision)
+	policy := d.Policy.Bundle
+	if d.Policy.Revision != "" {
+		policy += " revision " + d.Policy.Revision
+	}
+	fmt.Fprintf(w, "decision: %s (tier %d, policy %s)\n", d.Outcome, d.Tier, policy)
 	fmt.Fprintf(w, "action:   %s, risk %s; agent %s, trust %s\n", req.Action.Type, d.Risk, req.Agent.ID, trust)
 	if len(d.NotApplied) > 0 {
 		fmt.Fprintf(w, "not applied (no state): %s\n", strings.Join(d.NotApplied, ", "))
@@ -143,13 +182,12 @@ func writeJSON(w io.Writer, v any) error {
 
 // evalStream decides a JSONL stream with a worker pool, writing answers in
 // input order.
-func evalStream(ctx context.Context, eng *engine.Engine, in io.Reader, stdout, stderr io.Writer) error {
+func evalStream(ctx context.Context, v *toolgate.Verifier, workers int, in io.Reader, stdout, stderr io.Writer) error {
 	type job struct {
 		line int
 		data []byte
 		out  chan []byte
 	}
-	workers := 2 * runtime.GOMAXPROCS(0)
 	jobs := make(chan job, 4*workers)
 	order := make(chan chan []byte, 4*workers)
 	invalid := 0
@@ -158,7 +196,7 @@ func evalStream(ctx context.Context, eng *engine.Engine, in io.Reader, stdout, s
 	for range workers {
 		go func() {
 			for j := range jobs {
-				j.out <- decideLine(ctx, eng, j.line, j.data, stderr)
+				j.out <- decideLine(ctx, v, j.line, j.data, stderr)
 			}
 		}()
 	}
@@ -204,11 +242,11 @@ func evalStream(ctx context.Context, eng *engine.Engine, in io.Reader, stdout, s
 	return nil
 }
 
-func decideLine(ctx context.Context, eng *engine.Engine, line int, data []byte, stderr io.Writer) []byte {
+func decideLine(ctx context.Context, v *toolgate.Verifier, line int, data []byte, stderr io.Writer) []byte {
 	req, err := schema.ParseRequest(data)
 	if err == nil {
-		var d schema.Decision
-		d, err = eng.Evaluate(ctx, &req, nil)
+		var d toolgate.Verdict
+		d, err = v.Verify(ctx, req)
 		if err == nil {
 			b, _ := json.Marshal(d)
 			return append(b, '\n')

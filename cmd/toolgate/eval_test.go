@@ -175,3 +175,21 @@ func TestPolicyTestCommand(t *testing.T) {
 		t.Errorf("--run: exit %d\n%s", code, out)
 	}
 }
+
+func TestConfigCommands(t *testing.T) {
+	code, out, _ := runCLI(t, "", "config", "example")
+	if code != 0 || !strings.Contains(out, "max_per_hour") {
+		t.Fatalf("example: %d %s", code, out)
+	}
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, []byte(out), 0o600)
+	if code, _, errs := runCLI(t, "", "config", "check", good); code != 0 {
+		t.Fatalf("check example: %d %s", code, errs)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("triage:\n  base_url: http://x/v1\n  modle: m\n"), 0o600)
+	if code, _, errs := runCLI(t, "", "config", "check", bad); code != exitUsage || !strings.Contains(errs, `"modle"`) {
+		t.Fatalf("check bad: %d %s", code, errs)
+	}
+}

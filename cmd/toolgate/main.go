@@ -94,6 +94,7 @@ func newRootCmd() *cobra.Command {
 		newVersionCmd(),
 		newEvalCmd(),
 		newTestCmd(),
+		newConfigCmd(),
 		newApprovalsCmd(),
 		newBundleCmd(),
 		newAgentCmd(),

@@ -28,10 +28,10 @@ type Match struct {
 
 // Limits of the pattern matcher.
 const (
-	MaxPatternLen = 4 << 10 // longest accepted pattern, in bytes
-	MaxExcerpt    = 120     // longest Match.Excerpt, in bytes
-	lineWindow    = 2 << 10 // window around a literal hit for single-line patterns
-	multiWindow   = 4 << 10 // window around a literal hit for patterns that can cross lines
+	MaxPatternLen = 16 << 10 // longest accepted pattern, in bytes (dangerous-command rules list many spellings)
+	MaxExcerpt    = 120      // longest Match.Excerpt, in bytes
+	lineWindow    = 2 << 10  // window around a literal hit for single-line patterns
+	multiWindow   = 4 << 10  // window around a literal hit for patterns that can cross lines
 )
 
 // RuleSet is a compiled, immutable set of rules; safe for concurrent use.

@@ -21,27 +21,33 @@ path_scopes := {
 
 outbound_categories := {"network", "exfil", "communication"}
 
-# argument_strings yields [key, string] for the named argument, a string or
-# an array of strings.
-argument_strings(keys) := {[k, s] |
-	some k in keys
-	v := input.action.arguments[k]
-	some s in strings_of(v)
-}
-
-strings_of(v) := [v] if is_string(v)
-
-strings_of(v) := [s | some s in v; is_string(s)] if is_array(v)
-
-danger_texts contains {"where": sprintf("action.arguments.%s", [k]), "text": c, "scope": "command"} if {
+# Every string argument of a shell-like tool is treated as a command (a tool
+# may run more than its "command" key), in its written and canonical forms.
+danger_texts contains {"where": a.where, "text": c, "scope": "command"} if {
 	category in command_categories
-	some [k, cmd] in argument_strings(config.command_keys)
-	some c in array.concat([cmd], toolgate.shell(cmd))
+	some a in texts.arguments
+	some c in array.concat([a.text], toolgate.shell(a.text))
 }
 
-danger_texts contains {"where": sprintf("action.arguments.%s", [k]), "text": p, "scope": scope} if {
+# path_argument: an argument of a file tool whose name says it holds a path
+# (path, file_path, paths, target, destination...).
+path_argument(a) if {
+	some part in config.path_key_parts
+	contains(lower(a.key), part)
+}
+
+danger_texts contains {"where": a.where, "text": a.text, "scope": scope} if {
 	scope := path_scopes[category]
-	some [k, p] in argument_strings(config.path_keys)
+	some a in texts.arguments
+	path_argument(a)
+}
+
+# Credential files count whatever a file tool does with them (copy, write,
+# delete), not only when it reads them.
+danger_texts contains {"where": a.where, "text": a.text, "scope": "read_path"} if {
+	path_scopes[category] != "read_path"
+	some a in texts.arguments
+	path_argument(a)
 }
 
 danger_texts contains t if {
@@ -52,8 +58,7 @@ danger_texts contains t if {
 
 danger_hits := toolgate.match([t | some t in danger_texts], danger_rules)
 
-danger_outcome := {r.code: r.decision | some r in danger_rules}
-
-reasons contains reason(m.code, m.name, sprintf("%s in %s", [m.message, m.where]), m.where, object.get(danger_outcome, m.code, "deny")) if {
+# A rule without a decision denies.
+reasons contains reason(m.code, m.name, sprintf("%s in %s", [m.message, m.where]), m.where, object.get(m, "decision", "deny")) if {
 	some m in danger_hits
 }

@@ -40,10 +40,34 @@ test_rc_write_pending if {
 	"DANGER-T03" in codes(d)
 }
 
-test_read_rule_not_applied_to_writes if {
-	d := tier1.decision with input as req("trusted", "Write", {"file_path": "/home/u/.ssh/id_rsa.pub.bak", "content": "x"}, [])
+test_credential_path_counts_for_writes if {
+	d := tier1.decision with input as req("trusted", "Write", {"file_path": "/home/u/.ssh/id_rsa", "content": "x"}, [])
 		with data.toolgate.danger.rules as fixture_danger
-	not "DANGER-T02" in codes(d)
+	"DANGER-T02" in codes(d)
+}
+
+test_write_rule_not_applied_to_reads if {
+	d := tier1.decision with input as req("trusted", "Read", {"file_path": "/home/u/.bashrc"}, [])
+		with data.toolgate.danger.rules as fixture_danger
+	not "DANGER-T03" in codes(d)
+}
+
+test_any_string_of_a_shell_tool_is_a_command if {
+	d := tier1.decision with input as req("trusted", "bash", {"script": "rm -f -r /", "description": "clean up"}, [])
+		with data.toolgate.danger.rules as fixture_danger
+	"DANGER-T01" in codes(d)
+}
+
+test_path_argument_by_name if {
+	d := tier1.decision with input as req("trusted", "file_write", {"destination_path": "/home/u/.bashrc", "content": "x"}, [])
+		with data.toolgate.danger.rules as fixture_danger
+	"DANGER-T03" in codes(d)
+}
+
+test_non_path_argument_ignored if {
+	d := tier1.decision with input as req("trusted", "file_write", {"path": "notes.md", "content": "/home/u/.bashrc"}, [])
+		with data.toolgate.danger.rules as fixture_danger
+	not "DANGER-T03" in codes(d)
 }
 
 test_delete_path_list if {

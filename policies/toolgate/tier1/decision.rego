@@ -23,12 +23,13 @@ decision := {
 	"budget_exceeded": budget_exceeded,
 }
 
-outcome := ordered[0] if {
-	ordered := [o | some o in config.precedence; some r in reasons; r.decision == o]
-	count(ordered) > 0
-}
+# rank orders outcomes by precedence: 0 is the strongest.
+rank := {o: i | some i, o in config.precedence}
 
-ordered_reasons := [r | some o in config.precedence; some r in reasons; r.decision == o]
+outcome := config.precedence[min({rank[r.decision] | some r in reasons})]
+
+# Reasons strongest first, then by code.
+ordered_reasons := [r | some pair in sort([[rank[r.decision], r.code, r] | some r in reasons]); r := pair[2]]
 
 not_applied := object.get(input, ["facts", "not_applied"], [])
 

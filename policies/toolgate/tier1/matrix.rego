@@ -7,15 +7,15 @@ import rego.v1
 
 trust_levels := ["untrusted", "supervised", "autonomous", "trusted"]
 
-risk_levels := ["low", "medium", "high", "critical"]
+trust_index := {"untrusted": 0, "supervised": 1, "autonomous": 2, "trusted": 3}
 
-level_index(name) := i if trust_levels[i] == name
+risk_index := {"low": 0, "medium": 1, "high": 2, "critical": 3}
 
 requested_trust := input.agent.trust_level
 
 registered_trust := input.facts.agent.trust_level if input.facts.agent.registered
 
-trust := trust_levels[min({level_index(requested_trust), level_index(registered_trust)})] if {
+trust := trust_levels[min({trust_index[requested_trust], trust_index[registered_trust]})] if {
 	requested_trust
 	registered_trust
 } else := registered_trust if {
@@ -27,10 +27,7 @@ trust := trust_levels[min({level_index(requested_trust), level_index(registered_
 matrix_outcome := config.matrix[trust][risk]
 
 # MATRIX-001 (untrusted × low) .. MATRIX-016 (trusted × critical), row by row.
-matrix_code := sprintf("MATRIX-%03d", [((ti * 4) + ri) + 1]) if {
-	trust_levels[ti] == trust
-	risk_levels[ri] == risk
-}
+matrix_code := sprintf("MATRIX-%03d", [((trust_index[trust] * 4) + risk_index[risk]) + 1])
 
 reasons contains reason(matrix_code, "trust_risk_matrix", sprintf("%s agent, %s-risk tool: %s", [trust, risk, matrix_outcome]), "agent.trust_level", matrix_outcome) if {
 	known_tool
