@@ -4,7 +4,7 @@ BIN      ?= bin/toolgate
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/toolgate/toolgate.Version=$(VERSION)
 
-.PHONY: all build test lint fmt-check vet gotest policy-test bench fuzz clean
+.PHONY: all build test lint fmt-check vet gotest policy-test conformance bench fuzz clean
 
 all: build
 
@@ -12,8 +12,9 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/toolgate
 
 # test: formatting, vet, the Go tests with the race detector, the Rego unit
-# tests of the default policy with its coverage floor.
-test: fmt-check vet gotest policy-test
+# tests of the default policy with its coverage floor, the reference
+# conformance suites.
+test: fmt-check vet gotest policy-test conformance
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -28,10 +29,13 @@ gotest:
 policy-test: build
 	$(BIN) test policies/ --coverage --threshold 90
 
+conformance: build
+	$(BIN) conformance run conformance/suites/
+
 lint: fmt-check vet
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem . ./engine/... ./state/... ./audit/... ./bundles/...
+	$(GO) test -run '^$$' -bench . -benchmem . ./engine/... ./state/... ./audit/... ./bundles/... ./conformance/...
 
 # fuzz: a short run of each fuzz target (make fuzz FUZZTIME=5m for longer).
 # The seed corpora in testdata/fuzz/ run as ordinary tests in `make test`.

@@ -100,6 +100,7 @@ func newRootCmd() *cobra.Command {
 		newAgentCmd(),
 		newAuditCmd(), newKeysCmd(),
 		newHookCmd(), newMCPProxyCmd(),
+		newConformanceCmd(),
 	)
 	return root
 }
