@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -156,7 +157,12 @@ func ParseRequest(data []byte) (Request, error) {
 	dec.UseNumber()
 	var req Request
 	if err := dec.Decode(&req); err != nil {
-		return Request{}, jsonError(err)
+		err = jsonError(err)
+		var re *RequestError
+		if errors.As(err, &re) && re.Problem == "unknown field" {
+			re.Field = unknownFieldPath(data, re.Field)
+		}
+		return Request{}, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return Request{}, &RequestError{Problem: "unexpected data after the request object"}
@@ -194,6 +200,52 @@ func jsonError(err error) error {
 		return &RequestError{Field: field, Problem: strings.TrimPrefix(msg, "json: ")}
 	}
 	return &RequestError{Problem: msg}
+}
+
+// knownFields are the request's fields per object, for naming where an
+// unknown one sits.
+var knownFields = map[string][]string{
+	"":        {"agent", "action", "context"},
+	"agent":   {"id", "trust_level", "token"},
+	"action":  {"type", "arguments", "cost_usd"},
+	"context": {"conversation_id", "step_number", "user_intent", "blocks", "pre_action_state_hash", "state_source"},
+	"block":   {"trust", "source", "content"},
+}
+
+// unknownFieldPath finds the unknown field name in the request and returns
+// its path (context.blocks[1].sorce); name alone when it cannot.
+func unknownFieldPath(data []byte, name string) string {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) != nil {
+		return name
+	}
+	unknown := func(obj map[string]json.RawMessage, kind string) bool {
+		_, present := obj[name]
+		return present && !slices.Contains(knownFields[kind], name)
+	}
+	if unknown(top, "") {
+		return name
+	}
+	for _, sec := range []string{"agent", "action", "context"} {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(top[sec], &obj) != nil {
+			continue
+		}
+		if unknown(obj, sec) {
+			return sec + "." + name
+		}
+		if sec == "context" {
+			var blocks []map[string]json.RawMessage
+			if json.Unmarshal(obj["blocks"], &blocks) == nil {
+				for i, b := range blocks {
+					if unknown(b, "block") {
+						return fmt.Sprintf("context.blocks[%d].%s", i, name)
+					}
+				}
+			}
+		}
+	}
+	return name
 }
 
 func jsonKind(k string) string {

@@ -68,7 +68,10 @@ func TestInvalidRequests(t *testing.T) {
 		{"arguments string", `{"command": "ls", "n": 3}`, `"ls"`, "action.arguments"},
 		{"missing agent id", `"id": "agent_abc", `, ``, "agent.id"},
 		{"missing action type", `"type": "bash", `, ``, "action.type"},
-		{"unknown field", `"user_intent"`, `"user_intnet"`, "user_intnet"},
+		{"unknown field", `"user_intent"`, `"user_intnet"`, "context.user_intnet"},
+		{"unknown block field", `"source": "user"`, `"sorce": "user"`, "context.blocks[0].sorce"},
+		{"unknown action field", `"type": "bash",`, `"type": "bash", "tool": "x",`, "action.tool"},
+		{"unknown top-level field", `"agent": {`, `"agnet": {}, "agent": {`, "agnet"},
 		{"negative cost", `"type": "bash",`, `"type": "bash", "cost_usd": -1,`, "action.cost_usd"},
 	}
 	for _, tt := range tests {
@@ -82,7 +85,7 @@ func TestInvalidRequests(t *testing.T) {
 			if !errors.As(err, &re) {
 				t.Fatalf("err = %v, want *RequestError", err)
 			}
-			if !strings.HasSuffix(re.Field, tt.field) {
+			if re.Field != tt.field {
 				t.Errorf("field = %q, want %q (%v)", re.Field, tt.field, err)
 			}
 			if !strings.Contains(err.Error(), tt.field) {

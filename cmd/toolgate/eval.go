@@ -186,17 +186,17 @@ func evalStream(ctx context.Context, v *toolgate.Verifier, workers int, in io.Re
 	type job struct {
 		line int
 		data []byte
-		out  chan []byte
+		out  chan answer
 	}
 	jobs := make(chan job, 4*workers)
-	order := make(chan chan []byte, 4*workers)
+	order := make(chan chan answer, 4*workers)
 	invalid := 0
 	errc := make(chan error, 1)
 
 	for range workers {
 		go func() {
 			for j := range jobs {
-				j.out <- decideLine(ctx, v, j.line, j.data, stderr)
+				j.out <- decideLine(ctx, v, j.line, j.data)
 			}
 		}()
 	}
@@ -212,7 +212,7 @@ func evalStream(ctx context.Context, v *toolgate.Verifier, workers int, in io.Re
 			if len(strings.TrimSpace(string(data))) == 0 {
 				continue
 			}
-			j := job{line: line, data: append([]byte(nil), data...), out: make(chan []byte, 1)}
+			j := job{line: line, data: append([]byte(nil), data...), out: make(chan answer, 1)}
 			order <- j.out
 			jobs <- j
 		}
@@ -221,12 +221,14 @@ func evalStream(ctx context.Context, v *toolgate.Verifier, workers int, in io.Re
 		}
 	}()
 	bw := bufio.NewWriterSize(stdout, 64<<10)
+	// One writer for stdout and stderr, in input order.
 	for out := range order {
-		b := <-out
-		if strings.HasPrefix(string(b), `{"line":`) {
+		a := <-out
+		if a.problem != "" {
 			invalid++
+			fmt.Fprint(stderr, a.problem)
 		}
-		bw.Write(b)
+		bw.Write(a.json)
 	}
 	if err := bw.Flush(); err != nil {
 		return withCode(exitError, err)
@@ -242,17 +244,23 @@ func evalStream(ctx context.Context, v *toolgate.Verifier, workers int, in io.Re
 	return nil
 }
 
-func decideLine(ctx context.Context, v *toolgate.Verifier, line int, data []byte, stderr io.Writer) []byte {
+// answer is one line's output: the verdict, or the error object and the
+// message for stderr.
+type answer struct {
+	json    []byte
+	problem string
+}
+
+func decideLine(ctx context.Context, v *toolgate.Verifier, line int, data []byte) answer {
 	req, err := schema.ParseRequest(data)
 	if err == nil {
 		var d toolgate.Verdict
 		d, err = v.Verify(ctx, req)
 		if err == nil {
 			b, _ := json.Marshal(d)
-			return append(b, '\n')
+			return answer{json: append(b, '\n')}
 		}
 	}
-	fmt.Fprintf(stderr, "toolgate: line %d: %v\n", line, err)
 	e := struct {
 		Line  int    `json:"line"`
 		Error string `json:"error"`
@@ -263,5 +271,5 @@ func decideLine(ctx context.Context, v *toolgate.Verifier, line int, data []byte
 		e.Field = re.Field
 	}
 	b, _ := json.Marshal(e)
-	return append(b, '\n')
+	return answer{json: append(b, '\n'), problem: fmt.Sprintf("toolgate: line %d: %v\n", line, err)}
 }
