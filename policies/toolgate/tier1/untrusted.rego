@@ -55,7 +55,9 @@ encoded := toolgate.decode(scanned)
 decoded_hits := toolgate.match(
 	[{"where": f.where, "text": f.decoded, "scope": f.scope} | some f in encoded],
 	patterns,
-)
+) if {
+	count(encoded) > 0
+} else := []
 
 # Provenance looks at control arguments only (recipients, URLs, accounts,
 # paths, commands): copying data from a tool's output into a message body is
