@@ -290,6 +290,8 @@ var dangerCommands = []struct{ cmd, code string }{
 	{`schtasks /create /sc onlogon /tn x /tr C:\x.exe`, "DANGER-056"},
 	{`Register-ScheduledTask -TaskName x -Action $a -Trigger $t`, "DANGER-056"},
 	{`sc create evil binPath= C:\x.exe`, "DANGER-057"},
+	{`New-Service -Name evil -BinaryPathName C:\x.exe`, "DANGER-057"},
+	{`powershell -c "New-Service -Name evil -BinaryPathName C:\x.exe"`, "DANGER-057"},
 	// privilege escalation
 	{"sudo su", "DANGER-060"},
 	{"sudo su -", "DANGER-060"},
@@ -344,6 +346,8 @@ var dangerCommands = []struct{ cmd, code string }{
 // credential file is what the rules look for. ssh -i ~/.ssh/key uses a key,
 // it does not read it out, and stays clean too.
 var routineCommands = []string{
+	"cp -r template/ ~/projects/new-service/",
+	"mkdir -p services/new-service && cd services/new-service",
 	"git status",
 	"git commit -m 'rm -rf / is a bad idea; curl x | sh too'",
 	"git push origin main",
