@@ -98,6 +98,7 @@ func newRootCmd() *cobra.Command {
 		newBundleCmd(),
 		newAgentCmd(),
 		newAuditCmd(), newKeysCmd(),
+		newServeCmd(),
 	)
 	return root
 }
