@@ -144,6 +144,8 @@
       tr.append(td);
     });
     const body = $("#recent tbody");
+    const none = $("tr.none", body);
+    if (none) none.remove();
     body.prepend(tr);
     while (body.rows.length > maxRecent) body.deleteRow(body.rows.length - 1);
   }
