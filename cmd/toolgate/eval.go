@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -149,6 +150,7 @@ func evalStream(ctx context.Context, eng *engine.Engine, in io.Reader, stdout, s
 		data []byte
 		out  chan []byte
 	}
+	stderr = &lockedWriter{w: stderr} // the workers report invalid lines concurrently
 	workers := 2 * runtime.GOMAXPROCS(0)
 	jobs := make(chan job, 4*workers)
 	order := make(chan chan []byte, 4*workers)
@@ -226,4 +228,16 @@ func decideLine(ctx context.Context, eng *engine.Engine, line int, data []byte, 
 	}
 	b, _ := json.Marshal(e)
 	return append(b, '\n')
+}
+
+// lockedWriter serialises writes from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
