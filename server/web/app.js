@@ -174,7 +174,13 @@
       const c = cards.get(a.id);
       if (c && !c.done) resolved(a, describe(a));
     });
-    source.addEventListener("decision", (e) => addDecision(JSON.parse(e.data)));
+    source.addEventListener("decision", (e) => {
+      const d = JSON.parse(e.data);
+      addDecision(d);
+      // A person's answer given elsewhere (the CLI, another server) is not
+      // streamed; the verdict it settled is, so look again.
+      if (d.tier === 3) reload();
+    });
   }
 
   // For tests and the console: the live connection and a manual reload.
@@ -185,6 +191,7 @@
   };
 
   setInterval(tick, 1000);
+  setInterval(reload, 30000); // and answers no verdict here reported
   updateCount();
   connect();
 })();
