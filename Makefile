@@ -4,17 +4,23 @@ BIN      ?= bin/toolgate
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/toolgate/toolgate.Version=$(VERSION)
 
-.PHONY: all build test lint fmt-check vet gotest policy-test conformance bench fuzz clean
+.PHONY: all build test lint fmt-check vet gotest policy-test conformance bench fuzz clean browser
 
 all: build
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/toolgate
 
-# test: formatting, vet, the Go tests with the race detector, the Rego unit
-# tests of the default policy with its coverage floor, the reference
-# conformance suites.
-test: fmt-check vet gotest policy-test conformance
+# test: formatting, vet, the Go tests with the race detector (the approvals
+# page's browser test included: Chromium is installed first and its test may
+# not skip), the Rego unit tests of the default policy with its coverage
+# floor, the reference conformance suites.
+test: browser fmt-check vet gotest policy-test conformance
+test: export TOOLGATE_REQUIRE_BROWSER = 1
+
+# browser: headless Chromium (Debian's package) for server/'s browser test.
+browser:
+	bash scripts/install-chromium.sh
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

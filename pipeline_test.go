@@ -334,3 +334,30 @@ func TestRegisteredAgents(t *testing.T) {
 		t.Fatalf("revoked: %s %v", got.Outcome, got.Codes())
 	}
 }
+
+// TestCallerGoneStillRecordsAndReleases: a cancelled caller still gets its
+// verdict audited and its step released, so the step can be retried.
+func TestCallerGoneStillRecordsAndReleases(t *testing.T) {
+	keyPath, _, err := audit.GenerateKey(t.TempDir(), "ed25519", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newPipeline(t, loadConfig(t, "approvals:\n  timeout_seconds: 30\n"), toolgate.WithAuditKey(keyPath))
+	trusted := schema.LevelTrusted
+	req := toolgate.Request{Agent: toolgate.Agent{ID: "agent_c", TrustLevel: &trusted},
+		Action:  toolgate.Action{Type: "drop_table", Arguments: map[string]any{"table": "t"}},
+		Context: toolgate.Context{ConversationID: "conv_c", StepNumber: 1}}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	got, err := v.Verify(ctx, req) // waits for a person who never comes; the caller gives up
+	if err == nil || got.Outcome != schema.Deny || got.ApprovalID == "" || got.AuditID == 0 {
+		t.Fatalf("got %s %v audit %d approval %q err %v", got.Outcome, got.Codes(), got.AuditID, got.ApprovalID, err)
+	}
+	// The step was released: a different action at the same step is decided.
+	retry := req
+	retry.Action = toolgate.Action{Type: "calculate", Arguments: map[string]any{"query": "1"}}
+	next, err := v.Verify(context.Background(), retry)
+	if err != nil || next.Outcome == schema.Deny {
+		t.Fatalf("retry at the step: %s %v %v", next.Outcome, next.Codes(), err)
+	}
+}

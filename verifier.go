@@ -446,7 +446,11 @@ func (v *Verifier) approve(ctx context.Context, req Request, verdict *Verdict) s
 
 // finish records the verdict and commits or releases the step. An allow
 // that cannot be recorded or committed becomes a deny.
-func (v *Verifier) finish(ctx context.Context, req Request, verdict Verdict, res *state.Reservation, probes []audit.Probe) (Verdict, error) {
+func (v *Verifier) finish(reqCtx context.Context, req Request, verdict Verdict, res *state.Reservation, probes []audit.Probe) (Verdict, error) {
+	// Recording and releasing must happen even when the caller has gone:
+	// a lost audit entry or a step left reserved would be worse than the
+	// few milliseconds they take.
+	ctx := context.WithoutCancel(reqCtx)
 	if verdict.Tier == 0 {
 		verdict.Tier = 1
 	}
@@ -474,7 +478,7 @@ func (v *Verifier) finish(ctx context.Context, req Request, verdict Verdict, res
 	} else if err := res.Release(ctx); err != nil {
 		v.logger.Error("state release failed", "err", err)
 	}
-	return verdict, ctx.Err()
+	return verdict, reqCtx.Err()
 }
 
 func denial(code, rule, msg string, p schema.Policy) schema.Decision {

@@ -101,6 +101,7 @@ func newRootCmd() *cobra.Command {
 		newAuditCmd(), newKeysCmd(),
 		newHookCmd(), newMCPProxyCmd(),
 		newConformanceCmd(),
+		newServeCmd(),
 	)
 	return root
 }
