@@ -21,7 +21,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown agent fixture key", "name: s\nfixtures:\n  agents:\n    - name: a\n      trusted: 3\ncases:\n  - {name: x, request: {}, decision: allow}\n", 5, "trusted", "unknown key"},
 		{"bad decision", head + "cases:\n  - name: a\n    request: {}\n    decision: maybe\n", 8, "decision", "not \"maybe\""},
 		{"bad trust in fixture", "name: s\nfixtures:\n  agents:\n    - name: a\n      trust: root\ncases:\n  - {name: x, request: {}, decision: allow}\n", 5, "trust", "root"},
-		{"unknown request key", head + "cases:\n  - name: a\n    request:\n      action: {type: calculate, argumnts: {}}\n    decision: allow\n", 8, "request.argumnts", "unknown key in the request"},
+		{"unknown request key", head + "cases:\n  - name: a\n    request:\n      action: {type: calculate, argumnts: {}}\n    decision: allow\n", 8, "request.action.argumnts", "unknown key in the request"},
 		{"undefined agent ref", head + "cases:\n  - name: a\n    request: {agent: {ref: ghost}}\n    decision: allow\n", 6, "agent.ref", "ghost"},
 		{"duplicate case", head + "cases:\n  - {name: a, request: {}, decision: allow}\n  - {name: a, request: {}, decision: allow}\n", 7, "name", "already defined at line 6"},
 		{"no expectation", head + "cases:\n  - {name: a, request: {}}\n", 6, "decision", "needs an expectation"},
