@@ -250,9 +250,6 @@ func decodeDecision(v any) (schema.Decision, error) {
 	}
 	d.Risk, _ = m["risk"].(string)
 	d.Category, _ = m["category"].(string)
-	if b, ok := m["budget_exceeded"].(bool); ok {
-		d.BudgetExceeded = b
-	}
 	rs, _ := m["reasons"].([]any)
 	d.Reasons = make([]schema.Reason, 0, len(rs))
 	for _, r := range rs {
@@ -262,6 +259,34 @@ func decodeDecision(v any) (schema.Decision, error) {
 		}
 		str := func(k string) string { s, _ := rm[k].(string); return s }
 		d.Reasons = append(d.Reasons, schema.Reason{Code: str("code"), Rule: str("rule"), Message: str("message"), Where: str("where"), Outcome: schema.Outcome(str("decision"))})
+	}
+	rank := map[schema.Outcome]int{}
+	if prec, ok := m["precedence"].([]any); ok {
+		for i, p := range prec {
+			if o, ok := p.(string); ok {
+				rank[schema.Outcome(o)] = i
+			}
+		}
+	}
+	// Strongest first (the policy's precedence), then by code; reasons whose
+	// outcome the precedence does not list go last.
+	slices.SortStableFunc(d.Reasons, func(a, b schema.Reason) int {
+		ra, oka := rank[a.Outcome]
+		rb, okb := rank[b.Outcome]
+		switch {
+		case oka != okb && oka:
+			return -1
+		case oka != okb:
+			return 1
+		case ra != rb:
+			return ra - rb
+		}
+		return strings.Compare(a.Code, b.Code)
+	})
+	for _, r := range d.Reasons {
+		if strings.HasPrefix(r.Code, "BUDGET-") {
+			d.BudgetExceeded = true
+		}
 	}
 	if na, ok := m["not_applied"].([]any); ok {
 		for _, x := range na {

@@ -251,3 +251,23 @@ func TestConcurrentEvaluate(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestReasonOrderAndBudgetFlag: reasons come strongest first by the
+// policy's precedence, then by code; a BUDGET reason sets budget_exceeded.
+func TestReasonOrderAndBudgetFlag(t *testing.T) {
+	e := newTestEngine(t)
+	req := mustRequest(t, request("supervised", "drop_table", `{"table":"t"}`))
+	facts := &schema.Facts{Budget: &schema.BudgetFacts{RequestsLastHour: 11, MaxRequestsPerHour: 10}}
+	d, err := e.Evaluate(context.Background(), req, facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(d.Codes(), ",")
+	if got != "BUDGET-002,MATRIX-008,TOOL-002" || !d.BudgetExceeded {
+		t.Fatalf("codes %s budget_exceeded %v", got, d.BudgetExceeded)
+	}
+	d, _ = e.Evaluate(context.Background(), mustRequest(t, request("trusted", "calculate", `{}`)), nil)
+	if d.BudgetExceeded {
+		t.Fatal("budget_exceeded without a budget reason")
+	}
+}

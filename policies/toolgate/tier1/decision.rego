@@ -12,33 +12,22 @@ import rego.v1
 
 config := data.toolgate.config
 
-# decision is the entry point: data.toolgate.tier1.decision.
+# decision is the entry point: data.toolgate.tier1.decision. The engine
+# lists the reasons strongest first, by this same precedence, then by code.
 decision := {
 	"decision": outcome,
 	"risk": risk,
 	"category": category,
 	"tier": 1,
-	"reasons": ordered_reasons,
-	"not_applied": not_applied,
-	"budget_exceeded": budget_exceeded,
+	"reasons": reasons,
+	"precedence": config.precedence,
+	"not_applied": object.get(input, ["facts", "not_applied"], []),
 }
 
-# rank orders outcomes by precedence: 0 is the strongest.
-rank := {o: i | some i, o in config.precedence}
+outcomes := {r.decision | some r in reasons}
 
-outcome := config.precedence[min({rank[r.decision] | some r in reasons})]
-
-# Reasons strongest first, then by code.
-ordered_reasons := [r | some pair in sort([[rank[r.decision], r.code, r] | some r in reasons]); r := pair[2]]
-
-not_applied := object.get(input, ["facts", "not_applied"], [])
-
-default budget_exceeded := false
-
-budget_exceeded if {
-	some r in reasons
-	startswith(r.code, "BUDGET-")
-}
+# outcome: the first outcome in precedence order that some reason asks for.
+outcome := [o | some o in config.precedence; o in outcomes][0]
 
 # reason builds one reason object.
 reason(code, rule, message, where, outcome_) := {

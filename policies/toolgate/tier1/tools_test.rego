@@ -70,7 +70,7 @@ test_deny_beats_pending if {
 	d := tier1.decision with input as req("supervised", "drop_table", {"table": "users"}, [])
 	d.decision == "deny"
 	"TOOL-002" in codes(d)
-	d.reasons[0].decision == "deny"
+	"MATRIX-008" in codes(d)
 }
 
 test_no_reasons_no_decision if {
