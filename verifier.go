@@ -2,6 +2,7 @@ package toolgate
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,6 +49,13 @@ type Approver interface {
 // Auditor records final verdicts. audit.Log implements it.
 type Auditor interface {
 	Append(ctx context.Context, r audit.Record) (audit.Entry, error)
+}
+
+// txAuditor is an Auditor that can also append inside a state transaction
+// (audit.Log on the state's database): the verdict's entry and its step's
+// commit or release are then written together.
+type txAuditor interface {
+	AppendIn(ctx context.Context, tx *sql.Tx, r audit.Record) (audit.Entry, error)
 }
 
 // Verdict is the final answer: the decision (where it was settled, with
@@ -261,7 +269,12 @@ func New(cfg *config.Config, opts ...Option) (*Verifier, error) {
 		signer = s
 	}
 	if signer != nil {
-		log, err := audit.Open(ctx, store.DB(), signer, audit.Options{CheckpointEvery: cfg.Audit.CheckpointEvery})
+		// The log writes through the store's writer: one queue, and
+		// concurrent decisions' writes share transactions.
+		write := func(ctx context.Context, fn func(context.Context, *sql.Tx) error) error {
+			return store.Write(ctx, "audit", func(ctx context.Context, tx *sql.Tx, _ func(func())) error { return fn(ctx, tx) })
+		}
+		log, err := audit.Open(ctx, store.DB(), signer, audit.Options{CheckpointEvery: cfg.Audit.CheckpointEvery, Write: write})
 		if err != nil {
 			return fail(err)
 		}
@@ -454,6 +467,79 @@ func (v *Verifier) finish(reqCtx context.Context, req Request, verdict Verdict, 
 	if verdict.Tier == 0 {
 		verdict.Tier = 1
 	}
+	if ta, ok := v.auditor.(txAuditor); ok && v.store != nil {
+		return v.settle(ctx, req, verdict, res, probes, ta), reqCtx.Err()
+	}
+	return v.finishApart(ctx, req, verdict, res, probes), reqCtx.Err()
+}
+
+// Errors of settle's transaction, by the write that failed.
+type (
+	commitError  struct{ error }
+	releaseError struct{ error }
+)
+
+// settle writes the verdict's audit entry and commits (allow) or releases
+// the step in one transaction: both are durable, or neither is. A step that
+// is no longer held turns an allow into a deny, recorded as such.
+func (v *Verifier) settle(ctx context.Context, req Request, verdict Verdict, res *state.Reservation, probes []audit.Probe, ta txAuditor) Verdict {
+	cost := 0.0
+	if req.Action.CostUSD != nil {
+		cost = *req.Action.CostUSD
+	}
+	var final Verdict
+	err := v.store.Write(ctx, "settle", func(ctx context.Context, tx *sql.Tx, onCommit func(func())) error {
+		vd := verdict
+		vd.Reasons = append([]schema.Reason(nil), verdict.Reasons...)
+		if vd.Outcome == schema.Allow {
+			if err := res.CommitIn(ctx, tx, onCommit, cost); err != nil {
+				if !errors.Is(err, state.ErrReservationLost) {
+					return commitError{err}
+				}
+				v.logger.Error("state commit failed: denying", "err", err)
+				vd.Outcome = schema.Deny
+				vd.Reasons = append(vd.Reasons, schema.Reason{Code: CodeStateUnavailable, Rule: "state", Message: "step not committed: " + err.Error(), Outcome: schema.Deny})
+			}
+		} else if err := res.ReleaseIn(ctx, tx, onCommit); err != nil {
+			return releaseError{err}
+		}
+		e, err := ta.AppendIn(ctx, tx, audit.Record{Request: req, Decision: vd.Decision, Probes: probes, ApprovalID: vd.ApprovalID})
+		if err != nil {
+			return err
+		}
+		vd.AuditID = e.Seq
+		final = vd
+		return nil
+	})
+	if err == nil {
+		return final
+	}
+	// Nothing of the transaction was written.
+	var ce commitError
+	var re releaseError
+	switch {
+	case errors.As(err, &ce):
+		v.logger.Error("state commit failed: denying", "err", ce.error)
+		verdict.Outcome = schema.Deny
+		verdict.Reasons = append(verdict.Reasons, schema.Reason{Code: CodeStateUnavailable, Rule: "state", Message: "step not committed: " + ce.Error(), Outcome: schema.Deny})
+		return v.finishApart(ctx, req, verdict, res, probes)
+	case errors.As(err, &re):
+		// Record the verdict anyway; the release is retried and logged.
+		return v.finishApart(ctx, req, verdict, res, probes)
+	}
+	v.logger.Error("audit entry not recorded", "err", err, "decision", verdict.Outcome)
+	if verdict.Outcome == schema.Allow {
+		verdict.Decision = audit.DenyUnrecorded(verdict.Decision, err)
+	}
+	if err := res.Release(ctx); err != nil {
+		v.logger.Error("state release failed", "err", err)
+	}
+	return verdict
+}
+
+// finishApart records the verdict, then commits or releases the step, each
+// in its own transaction.
+func (v *Verifier) finishApart(ctx context.Context, req Request, verdict Verdict, res *state.Reservation, probes []audit.Probe) Verdict {
 	if v.auditor != nil {
 		e, err := v.auditor.Append(ctx, audit.Record{Request: req, Decision: verdict.Decision, Probes: probes, ApprovalID: verdict.ApprovalID})
 		if err != nil {
@@ -478,7 +564,7 @@ func (v *Verifier) finish(reqCtx context.Context, req Request, verdict Verdict, 
 	} else if err := res.Release(ctx); err != nil {
 		v.logger.Error("state release failed", "err", err)
 	}
-	return verdict, reqCtx.Err()
+	return verdict
 }
 
 func denial(code, rule, msg string, p schema.Policy) schema.Decision {

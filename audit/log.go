@@ -12,9 +12,12 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/toolgate/toolgate/internal/groupcommit"
 )
 
 // DefaultCheckpointEvery is how often (in entries) Append signs a checkpoint
@@ -30,20 +33,38 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Write, when set, runs the log's write transactions: fn runs inside a
+	// transaction that already holds SQLite's write lock, and Write returns
+	// once it committed. state.Store.Write does this, so that state and the
+	// audit log share one writer and commit together. nil: the log runs its
+	// own writer on db (BEGIN IMMEDIATE, concurrent appends committed
+	// together).
+	Write func(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error
 }
 
 // Log appends entries to the chain. It is safe for concurrent use, and
 // several processes may append to the same database: every append reads the
-// head and inserts the next entry inside one BEGIN IMMEDIATE transaction.
+// head and inserts the next entry inside a transaction that holds SQLite's
+// write lock (BEGIN IMMEDIATE). Concurrent appends of one process share a
+// transaction (group commit): each still reads the head, links, hashes and
+// signs its own entry, in order, and returns only after the COMMIT.
 type Log struct {
 	db     *sql.DB
 	signer signature.Signer
 	every  int64
 	logger *slog.Logger
 	now    func() time.Time
+	write  func(ctx context.Context, fn func(ctx context.Context, q execQuerier) error) error
+	own    *groupcommit.Writer[*sql.Conn] // nil with Options.Write
 
-	mu     sync.Mutex
-	closed bool
+	mu     sync.Mutex // serialises Close and Checkpoint
+	closed atomic.Bool
+}
+
+// execQuerier is what *sql.Tx and *sql.Conn share for writing.
+type execQuerier interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+	QueryRowContext(context.Context, string, ...any) *sql.Row
 }
 
 // migrations are the audit tables' schema versions, applied in order. They
@@ -97,7 +118,55 @@ func Open(ctx context.Context, db *sql.DB, signer signature.Signer, opts Options
 	if l.now == nil {
 		l.now = time.Now
 	}
+	if opts.Write != nil {
+		l.write = func(ctx context.Context, fn func(context.Context, execQuerier) error) error {
+			return opts.Write(ctx, func(ctx context.Context, tx *sql.Tx) error { return fn(ctx, tx) })
+		}
+	} else {
+		l.own = groupcommit.New(func(ctx context.Context) (*sql.Conn, func() error, func() error, error) {
+			return beginImmediate(ctx, db)
+		})
+		l.write = func(ctx context.Context, fn func(context.Context, execQuerier) error) error {
+			return l.own.Do(ctx, func(ctx context.Context, conn *sql.Conn, _ func(func())) error { return fn(ctx, conn) })
+		}
+	}
 	return l, nil
+}
+
+// beginImmediate takes a connection and SQLite's write lock (BEGIN
+// IMMEDIATE: no other process can append between our read of the head and
+// our insert), and returns the connection with its commit and rollback,
+// which give it back to the pool.
+func beginImmediate(ctx context.Context, db *sql.DB) (*sql.Conn, func() error, func() error, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		conn.Close()
+		return nil, nil, nil, err
+	}
+	released := false
+	commit := func() error {
+		if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+			return err
+		}
+		released = true
+		return conn.Close()
+	}
+	rollback := func() error {
+		if released {
+			return nil
+		}
+		released = true
+		// If even the rollback fails, drop the connection rather than
+		// return it to the pool inside a transaction.
+		if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil && !strings.Contains(err.Error(), "no transaction is active") {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		return conn.Close()
+	}
+	return conn, commit, rollback, nil
 }
 
 // migrate applies the migrations not yet recorded in audit_meta. It writes
@@ -191,39 +260,61 @@ func (l *Log) Append(ctx context.Context, rec Record) (Entry, error) {
 	if err != nil {
 		return Entry{}, notRecorded("encode", err)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed.Load() {
 		return Entry{}, notRecorded("append", ErrClosed)
 	}
-	err = withImmediate(ctx, l.db, func(conn *sql.Conn) error {
-		seq, head, err := readHead(ctx, conn)
-		if err != nil {
-			return fmt.Errorf("read head: %w", err)
-		}
-		r.seq, r.prevHash = seq+1, head
-		digest := entryDigest(&r)
-		r.hash = hex.EncodeToString(digest)
-		if l.signer != nil {
-			if r.signature, err = l.signer.SignMessage(bytes.NewReader(digest)); err != nil {
-				return fmt.Errorf("sign: %w", err)
-			}
-		}
-		if _, err := conn.ExecContext(ctx, insertEntry,
-			r.seq, r.time, r.agentID, r.convID, r.step, r.actionType, r.requestDigest,
-			r.argsPreview, r.decision, r.reasons, r.tier, r.bundle, r.revision, r.probes,
-			r.approvalID, r.requestJSON, r.prevHash, r.hash, r.signature); err != nil {
-			return fmt.Errorf("insert: %w", err)
-		}
-		if l.every > 0 && r.seq%l.every == 0 {
-			return l.checkpoint(ctx, conn, r.seq, r.hash)
-		}
-		return nil
-	})
+	err = l.write(ctx, func(ctx context.Context, q execQuerier) error { return l.appendRow(ctx, q, &r) })
 	if err != nil {
 		return Entry{}, notRecorded(fmt.Sprintf("entry for %s/%s step %d", r.agentID, r.convID, r.step), err)
 	}
 	return entryOf(&r, rec), nil
+}
+
+// AppendIn writes one final decision to the chain inside tx, a transaction
+// that holds SQLite's write lock (one of state.Store.Write's): the entry is
+// in the log once tx commits, and not before. Any error wraps ErrNotRecorded;
+// the caller must then roll tx back (return the error from its function).
+func (l *Log) AppendIn(ctx context.Context, tx *sql.Tx, rec Record) (Entry, error) {
+	r, err := newRow(rec, l.now())
+	if err != nil {
+		return Entry{}, notRecorded("encode", err)
+	}
+	if err := l.appendRow(ctx, tx, &r); err != nil {
+		return Entry{}, notRecorded(fmt.Sprintf("entry for %s/%s step %d", r.agentID, r.convID, r.step), err)
+	}
+	return entryOf(&r, rec), nil
+}
+
+// appendRow links, hashes, signs and inserts r after the head read in q's
+// transaction, with a checkpoint every l.every entries.
+func (l *Log) appendRow(ctx context.Context, q execQuerier, r *row) error {
+	// Checked in the transaction: Close's final checkpoint is written after
+	// every entry that got this far.
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	seq, head, err := readHead(ctx, q)
+	if err != nil {
+		return fmt.Errorf("read head: %w", err)
+	}
+	r.seq, r.prevHash = seq+1, head
+	digest := entryDigest(r)
+	r.hash = hex.EncodeToString(digest)
+	if l.signer != nil {
+		if r.signature, err = l.signer.SignMessage(bytes.NewReader(digest)); err != nil {
+			return fmt.Errorf("sign: %w", err)
+		}
+	}
+	if _, err := q.ExecContext(ctx, insertEntry,
+		r.seq, r.time, r.agentID, r.convID, r.step, r.actionType, r.requestDigest,
+		r.argsPreview, r.decision, r.reasons, r.tier, r.bundle, r.revision, r.probes,
+		r.approvalID, r.requestJSON, r.prevHash, r.hash, r.signature); err != nil {
+		return fmt.Errorf("insert: %w", err)
+	}
+	if l.every > 0 && r.seq%l.every == 0 {
+		return l.checkpoint(ctx, q, r.seq, r.hash)
+	}
+	return nil
 }
 
 // entryOf is the Entry for a row just written from rec, without decoding
@@ -246,7 +337,7 @@ const insertEntry = `INSERT INTO audit_entries (seq, time, agent_id, conversatio
 
 // readHead returns the last entry's seq and hash (0 and GenesisHash when the
 // log is empty).
-func readHead(ctx context.Context, conn *sql.Conn) (int64, string, error) {
+func readHead(ctx context.Context, conn execQuerier) (int64, string, error) {
 	var seq int64
 	var h string
 	err := conn.QueryRowContext(ctx, `SELECT seq, hash FROM audit_entries ORDER BY seq DESC LIMIT 1`).Scan(&seq, &h)
@@ -257,7 +348,7 @@ func readHead(ctx context.Context, conn *sql.Conn) (int64, string, error) {
 }
 
 // checkpoint signs and stores (size, head) inside the caller's transaction.
-func (l *Log) checkpoint(ctx context.Context, conn *sql.Conn, size int64, head string) error {
+func (l *Log) checkpoint(ctx context.Context, conn execQuerier, size int64, head string) error {
 	t := l.now().UTC()
 	var sig []byte
 	if l.signer != nil {
@@ -286,7 +377,7 @@ func (l *Log) Checkpoint(ctx context.Context) (Checkpoint, error) {
 }
 
 func (l *Log) checkpointHead(ctx context.Context) error {
-	return withImmediate(ctx, l.db, func(conn *sql.Conn) error {
+	return l.write(ctx, func(ctx context.Context, conn execQuerier) error {
 		seq, head, err := readHead(ctx, conn)
 		if err != nil || seq == 0 {
 			return err
@@ -301,11 +392,14 @@ func (l *Log) checkpointHead(ctx context.Context) error {
 func (l *Log) Close(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed.Swap(true) {
 		return nil
 	}
-	l.closed = true
-	if err := l.checkpointHead(ctx); err != nil {
+	err := l.checkpointHead(ctx)
+	if l.own != nil {
+		l.own.Close()
+	}
+	if err != nil {
 		return fmt.Errorf("audit: final checkpoint: %w", err)
 	}
 	return nil

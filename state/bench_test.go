@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,4 +122,42 @@ func BenchmarkFingerprint(b *testing.B) {
 	for b.Loop() {
 		Fingerprint("bash", args, "")
 	}
+}
+
+// BenchmarkReserveCommitParallel is BenchmarkReserveCommit from 8 goroutines
+// at once (as `toolgate serve` under load): concurrent cycles' writes share
+// transactions (group commit). Each goroutine has its own conversations.
+func BenchmarkReserveCommitParallel(b *testing.B) {
+	ctx := context.Background()
+	s := openTest(b)
+	seed(b, s, 100)
+	a, token, err := s.RegisterAgent(ctx, AgentSpec{Name: "bench", Trust: schema.LevelAutonomous,
+		MaxDailyCostUSD: 1e9, MaxRequestsPerHour: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var worker atomic.Int64
+	b.SetParallelism(4) // 8 goroutines on 2 cores
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		w := worker.Add(1)
+		cost := 0.001
+		req := schema.Request{
+			Agent:  schema.Agent{ID: a.ID, Token: token},
+			Action: schema.Action{Type: "calculate", Arguments: map[string]any{"query": "2+2"}, CostUSD: &cost},
+		}
+		for i := 0; pb.Next(); i++ {
+			req.Context = schema.Context{ConversationID: fmt.Sprintf("par_%d_%d", w, i/40), StepNumber: i%40 + 1}
+			res, _, err := s.Reserve(ctx, req, ReserveOptions{RequireRegistration: true})
+			if err != nil || res == nil {
+				b.Errorf("Reserve: %v", err)
+				return
+			}
+			if err := res.Commit(ctx, cost); err != nil {
+				b.Errorf("Commit: %v", err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
 }

@@ -118,7 +118,7 @@ func (s *Store) Reserve(ctx context.Context, req schema.Request, opts ReserveOpt
 		now:         opts.Now,
 	}
 	var facts schema.Facts
-	err = s.write(ctx, "reserve", func(tx *sql.Tx) error {
+	err = s.write(ctx, "reserve", func(ctx context.Context, tx *sql.Tx) error {
 		q := s.q
 		st := func(stmt *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, stmt) }
 		af, lim, err := agentFacts(ctx, st(q.agent), req.Agent, opts.RequireRegistration)
@@ -307,46 +307,100 @@ func (r *Reservation) Commit(ctx context.Context, costUSD float64) error {
 	if r.done {
 		return fmt.Errorf("commit step %d: already committed or released: %w", r.step, ErrReservationLost)
 	}
-	now := r.now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	q := r.s.q
-	err := r.s.write(ctx, "commit", func(tx *sql.Tx) error {
-		st := func(stmt *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, stmt) }
-		res, err := st(q.dropReservation).ExecContext(ctx, r.agentID, r.convo, r.step, r.holder)
-		if err != nil {
-			return fmt.Errorf("drop reservation: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n != 1 {
-			return fmt.Errorf("commit step %d: expired and taken by another request: %w", r.step, ErrReservationLost)
-		}
-		var seq int64
-		if err := st(q.consume).QueryRowContext(ctx, r.agentID, r.convo, r.step, now.UnixNano()).Scan(&seq); err != nil {
-			return fmt.Errorf("consume step: %w", err)
-		}
-		if _, err := st(q.addFingerprint).ExecContext(ctx, r.agentID, r.convo, seq, r.step, r.fingerprint, now.UnixNano()); err != nil {
-			return fmt.Errorf("record fingerprint: %w", err)
-		}
-		if seq > RecentWindow {
-			if _, err := st(q.pruneFingerprints).ExecContext(ctx, r.agentID, r.convo, seq-RecentWindow); err != nil {
-				return fmt.Errorf("prune fingerprints: %w", err)
-			}
-		}
-		if costUSD > 0 {
-			if _, err := st(q.addCost).ExecContext(ctx, r.agentID, day(now), costUSD); err != nil {
-				return fmt.Errorf("add cost: %w", err)
-			}
-		}
-		return nil
+	err := r.s.write(ctx, "commit", func(ctx context.Context, tx *sql.Tx) error {
+		return r.commit(ctx, tx, costUSD)
 	})
 	if err != nil && !errors.Is(err, ErrReservationLost) {
 		return err // the transaction rolled back: the reservation still holds
 	}
 	r.done = true
 	return err
+}
+
+// CommitIn is Commit inside fn's transaction of Store.Write: the step is
+// consumed when that transaction commits (and counts as committed from then
+// on). When the reservation no longer holds the step it writes nothing and
+// returns ErrReservationLost, and the transaction may go on.
+func (r *Reservation) CommitIn(ctx context.Context, tx *sql.Tx, onCommit func(func()), costUSD float64) error {
+	if r == nil {
+		return nil
+	}
+	if costUSD < 0 || math.IsNaN(costUSD) || math.IsInf(costUSD, 0) {
+		return fmt.Errorf("commit: cost %v: must be a finite number, zero or more", costUSD)
+	}
+	r.mu.Lock()
+	done := r.done
+	r.mu.Unlock()
+	if done {
+		return fmt.Errorf("commit step %d: already committed or released: %w", r.step, ErrReservationLost)
+	}
+	err := r.commit(ctx, tx, costUSD)
+	if err == nil || errors.Is(err, ErrReservationLost) {
+		onCommit(r.settled)
+	}
+	return err
+}
+
+// ReleaseIn is Release inside fn's transaction of Store.Write.
+func (r *Reservation) ReleaseIn(ctx context.Context, tx *sql.Tx, onCommit func(func())) error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	done := r.done
+	r.mu.Unlock()
+	if done {
+		return nil
+	}
+	if _, err := tx.StmtContext(ctx, r.s.q.dropReservation).ExecContext(ctx, r.agentID, r.convo, r.step, r.holder); err != nil {
+		return fmt.Errorf("release step: %w", err)
+	}
+	onCommit(r.settled)
+	return nil
+}
+
+func (r *Reservation) settled() {
+	r.mu.Lock()
+	r.done = true
+	r.mu.Unlock()
+}
+
+// commit consumes the step in tx; ErrReservationLost means nothing was
+// written.
+func (r *Reservation) commit(ctx context.Context, tx *sql.Tx, costUSD float64) error {
+	now := r.now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	q := r.s.q
+	st := func(stmt *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, stmt) }
+	res, err := st(q.dropReservation).ExecContext(ctx, r.agentID, r.convo, r.step, r.holder)
+	if err != nil {
+		return fmt.Errorf("drop reservation: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n != 1 {
+		return fmt.Errorf("commit step %d: expired and taken by another request: %w", r.step, ErrReservationLost)
+	}
+	var seq int64
+	if err := st(q.consume).QueryRowContext(ctx, r.agentID, r.convo, r.step, now.UnixNano()).Scan(&seq); err != nil {
+		return fmt.Errorf("consume step: %w", err)
+	}
+	if _, err := st(q.addFingerprint).ExecContext(ctx, r.agentID, r.convo, seq, r.step, r.fingerprint, now.UnixNano()); err != nil {
+		return fmt.Errorf("record fingerprint: %w", err)
+	}
+	if seq > RecentWindow {
+		if _, err := st(q.pruneFingerprints).ExecContext(ctx, r.agentID, r.convo, seq-RecentWindow); err != nil {
+			return fmt.Errorf("prune fingerprints: %w", err)
+		}
+	}
+	if costUSD > 0 {
+		if _, err := st(q.addCost).ExecContext(ctx, r.agentID, day(now), costUSD); err != nil {
+			return fmt.Errorf("add cost: %w", err)
+		}
+	}
+	return nil
 }
 
 // Release gives the step back after a deny: nothing is consumed and the agent
@@ -361,7 +415,7 @@ func (r *Reservation) Release(ctx context.Context) error {
 	if r.done {
 		return nil
 	}
-	err := r.s.write(ctx, "release", func(tx *sql.Tx) error {
+	err := r.s.write(ctx, "release", func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.StmtContext(ctx, r.s.q.dropReservation).ExecContext(ctx, r.agentID, r.convo, r.step, r.holder)
 		return err
 	})

@@ -13,6 +13,8 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/toolgate/toolgate/internal/groupcommit"
 )
 
 // BusyTimeout is how long a statement waits for another writer (in this or
@@ -50,15 +52,17 @@ func (e *Error) Unwrap() error { return e.Err }
 func (e *Error) Is(target error) bool { return target == ErrUnavailable }
 
 // Store is the state database. It is safe for concurrent use; writes from one
-// process are queued in Go, writes from several processes wait on SQLite's
-// lock up to BusyTimeout.
+// process are queued in Go and committed together (group commit, see Write),
+// writes from several processes wait on SQLite's lock up to BusyTimeout.
 type Store struct {
 	db   *sql.DB
 	q    *stmts
 	path string
-	// wmu serialises this process's write transactions so they queue in Go
-	// rather than spin on SQLite's busy handler.
-	wmu chan struct{}
+	// w is this process's single writer: every write transaction of the
+	// store (and of the audit log sharing the file) goes through it, so
+	// they queue in Go rather than spin on SQLite's busy handler, and
+	// concurrent ones share one transaction.
+	w *groupcommit.Writer[*sql.Tx]
 }
 
 // Open opens (creating if needed, with its parent directory at 0700) the
@@ -95,20 +99,31 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s := &Store{db: db, path: abs, wmu: make(chan struct{}, 1)}
+	s := &Store{db: db, path: abs}
+	s.w = groupcommit.New(func(ctx context.Context) (*sql.Tx, func() error, func() error, error) {
+		// The DSN's _txlock=immediate makes this BEGIN IMMEDIATE.
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return tx, tx.Commit, tx.Rollback, nil
+	})
 	// Touch the file: journal_mode is set per connection by the DSN, so the
 	// first connection reads the header and fails on a file that is not a
 	// database. Then make sure we can write: BEGIN IMMEDIATE takes the write
 	// lock, which a read-only file refuses.
 	if err := s.probe(ctx); err != nil {
+		s.w.Close()
 		db.Close()
 		return fail(err)
 	}
 	if err := Migrate(ctx, db, "state", migrations); err != nil {
+		s.w.Close()
 		db.Close()
 		return nil, &Error{Op: "open", Path: abs, Err: err}
 	}
 	if s.q, err = prepare(ctx, db); err != nil {
+		s.w.Close()
 		db.Close()
 		return fail(err)
 	}
@@ -138,7 +153,7 @@ func (s *Store) probe(ctx context.Context) error {
 	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n); err != nil {
 		return err
 	}
-	return s.write(ctx, "open", func(tx *sql.Tx) error {
+	return s.write(ctx, "open", func(ctx context.Context, tx *sql.Tx) error {
 		// An empty write transaction still takes the write lock.
 		_, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS schema_migrations (component TEXT PRIMARY KEY, version INTEGER NOT NULL, applied_at INTEGER NOT NULL)")
 		return err
@@ -170,8 +185,9 @@ func explain(err error) error {
 	return err
 }
 
-// Close closes the database.
+// Close finishes the queued writes and closes the database.
 func (s *Store) Close() error {
+	s.w.Close()
 	if s.q != nil {
 		s.q.close()
 	}
@@ -200,28 +216,44 @@ func (s *Store) fail(op string, err error) error {
 	return &Error{Op: op, Path: s.path, Err: explain(err)}
 }
 
-// write runs fn in one write transaction (BEGIN IMMEDIATE), committing when fn
-// returns nil. Errors come back as *Error.
-func (s *Store) write(ctx context.Context, op string, fn func(*sql.Tx) error) error {
-	select {
-	case s.wmu <- struct{}{}:
-	case <-ctx.Done():
-		return s.fail(op, ctx.Err())
-	}
-	defer func() { <-s.wmu }()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return s.fail(op, err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrReservationLost) {
-			return err
+// Write runs fn in a write transaction of the store's database, for packages
+// that keep their tables in the same file (the audit log) or must write
+// together with a step's commit. Concurrent writes share one transaction
+// (group commit): fn runs inside a savepoint of it, so an error from fn rolls
+// back fn's writes only. Write returns after the transaction committed, or
+// with the error that kept fn's writes out of the file; functions passed to
+// onCommit run (on the caller's goroutine) only after a commit. fn runs at
+// most once, gets a context that is not cancelled, must not keep tx, and must
+// read what it builds on inside tx (another process may have written since).
+// Errors other than fn's own come back as *Error.
+func (s *Store) Write(ctx context.Context, op string, fn func(ctx context.Context, tx *sql.Tx, onCommit func(func())) error) error {
+	err := s.w.Do(ctx, func(ctx context.Context, tx *sql.Tx, onCommit func(func())) error {
+		if err := fn(ctx, tx, onCommit); err != nil {
+			return fnError{err}
 		}
-		return s.fail(op, err)
+		return nil
+	})
+	if fe, ok := err.(fnError); ok {
+		return fe.err
 	}
-	if err := tx.Commit(); err != nil {
-		return s.fail(op, err)
+	return s.fail(op, err)
+}
+
+// fnError marks an error returned by Write's fn, handed back unchanged.
+type fnError struct{ err error }
+
+func (e fnError) Error() string { return e.err.Error() }
+
+// write runs fn in a write transaction (see Write), committing when fn
+// returns nil. Errors come back as *Error, except ErrNotFound and
+// ErrReservationLost.
+func (s *Store) write(ctx context.Context, op string, fn func(context.Context, *sql.Tx) error) error {
+	err := s.w.Do(ctx, func(ctx context.Context, tx *sql.Tx, _ func(func())) error { return fn(ctx, tx) })
+	if err == nil {
+		return nil
 	}
-	return nil
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrReservationLost) {
+		return err
+	}
+	return s.fail(op, err)
 }
