@@ -21,6 +21,7 @@ import (
 //	toolgate.texts(input)                      {"arguments": [text], "untrusted": [text], "trusted": [string]}
 //	toolgate.match(texts, rules)               [{"code","name","message","where","excerpt","class","decision"}]
 //	toolgate.decode(texts)                     [{"code","message","where","scope","encodings","decoded"}]
+//	toolgate.deobfuscate(texts)                [text]: other forms of each text, with spaced-out letters joined and leetspeak read
 //	toolgate.shell(command)                    [canonical command strings]
 //	toolgate.provenance(args, trusted, untrusted) [{"where","value","kind","block"}]
 //
@@ -53,6 +54,11 @@ func init() {
 		Description: "Finds encoded content (base64, base32, hex, percent, HTML entities, escapes, zero-width, bidi, homoglyphs), decoding up to 3 layers.",
 		Decl:        types.NewFunction(types.Args(types.Named("texts", textArray)), types.Named("findings", anyArray)),
 	}, builtinDecode)
+	rego.RegisterBuiltin1(&rego.Function{
+		Name:        "toolgate.deobfuscate",
+		Description: "Returns other forms of texts that disguise words: letters spaced or dotted apart joined, leetspeak read as letters.",
+		Decl:        types.NewFunction(types.Args(types.Named("texts", textArray)), types.Named("forms", anyArray)),
+	}, builtinDeobfuscate)
 	rego.RegisterBuiltin1(&rego.Function{
 		Name:        "toolgate.shell",
 		Description: "Normalises a shell command line into canonical pipelines (quotes, escapes, flag spellings, wrappers, nested sh -c).",
@@ -356,6 +362,24 @@ func builtinDecode(_ rego.BuiltinContext, textsTerm *ast.Term) (*ast.Term, error
 				ast.Item(ast.InternedTerm("encodings"), ast.ArrayTerm(enc...)),
 				ast.Item(ast.InternedTerm("decoded"), ast.StringTerm(f.Decoded)),
 			))
+		}
+	}
+	return ast.ArrayTerm(out...), nil
+}
+
+// builtinDeobfuscate returns, for each text with disguised words, its
+// de-obfuscated forms as texts with the same where and scope.
+func builtinDeobfuscate(_ rego.BuiltinContext, textsTerm *ast.Term) (*ast.Term, error) {
+	groups, err := texts(textsTerm.Value)
+	if err != nil {
+		return nil, fmt.Errorf("toolgate.deobfuscate: %w", err)
+	}
+	out := []*ast.Term{}
+	for _, scope := range sortedKeys(groups) {
+		for _, t := range groups[scope] {
+			for _, form := range scan.Deobfuscate(t.Text) {
+				out = append(out, textTerm(t.Where, form, scope))
+			}
 		}
 	}
 	return ast.ArrayTerm(out...), nil

@@ -92,3 +92,18 @@ func BenchmarkProvenance(b *testing.B) {
 		Provenance(args, trusted, untrusted)
 	}
 }
+
+func BenchmarkDeobfuscate(b *testing.B) {
+	for _, n := range benchSizes {
+		text := ordinaryText(n)
+		if forms := Deobfuscate(text); len(forms) > 0 {
+			b.Fatalf("ordinary text has disguised words: %q", forms)
+		}
+		b.Run(fmt.Sprintf("size=%dKB", n>>10), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				Deobfuscate(text)
+			}
+		})
+	}
+}

@@ -2,12 +2,14 @@
 // a pattern matcher that runs many case-insensitive RE2 rules over request
 // text in one literal-prefiltered pass (Compile, RuleSet.Match), a bounded
 // multi-layer decoder that reports encoded or disguised content (Decode),
-// and a provenance check that finds argument values copied from untrusted
-// text (Provenance). It owns only this pure, deterministic Go text work: it
-// must not import OPA, read files, the network, the clock or any global
-// state, and it must never panic or take more than linear time on any input;
-// engine/ wraps these functions as builtins and the Rego policy decides what
-// the returned facts mean.
+// a de-obfuscator that undoes spaced-out letters and leetspeak so the
+// injection rules can read them (Deobfuscate), and a provenance check that
+// finds argument values copied from untrusted text (Provenance). It owns
+// only this pure, deterministic Go text work: it must not import OPA, read
+// files, the network, the clock or any global state, and it must never
+// panic or take more than linear time on any input; engine/ wraps these
+// functions as builtins and the Rego policy decides what the returned facts
+// mean.
 //
 // Pattern rules are matched line by line (a match never spans a newline)
 // unless the pattern has a (?s) dot or a literal newline. A rule whose

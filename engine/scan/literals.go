@@ -10,10 +10,11 @@ import (
 // longer than maxLitLen stop growing; required literals shorter than
 // minLitLen make the rule unfiltered.
 const (
-	maxLitSet = 64  // exact sets (cross products)
-	maxReqSet = 256 // required sets (unions over alternations)
-	maxLitLen = 64
-	minLitLen = 3
+	maxLitSet  = 64  // exact sets (cross products)
+	maxFoldSet = 8   // spellings of a run of non-ASCII letters under (?i)
+	maxReqSet  = 256 // required sets (unions over alternations)
+	maxLitLen  = 64
+	minLitLen  = 3
 )
 
 // litInfo describes what a regexp node can match: exact is the finite set of
@@ -82,14 +83,7 @@ func usable(set []string) bool {
 func analyze(re *syntax.Regexp) litInfo {
 	switch re.Op {
 	case syntax.OpLiteral:
-		var b strings.Builder
-		for _, r := range re.Rune {
-			if r >= utf8RuneSelf {
-				return litInfo{} // only ASCII literals are prefiltered
-			}
-			b.WriteRune(unicode.ToLower(r))
-		}
-		return litInfo{exact: []string{collapseSpace(b.String())}}
+		return analyzeLiteral(re)
 	case syntax.OpCharClass:
 		return analyzeClass(re)
 	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine,
@@ -148,8 +142,58 @@ func analyze(re *syntax.Regexp) litInfo {
 
 const utf8RuneSelf = 0x80
 
-// analyzeClass turns a small ASCII class (case variants of one letter, or a
-// few punctuation characters) into an exact set of one-byte strings.
+// analyzeLiteral returns the literal's exact spellings as the scanner sees
+// them: ASCII letters lowercased (the scanner folds ASCII case itself) and,
+// under (?i), every other letter spelled each way its case folds (the
+// scanner compares other bytes exactly). Non-ASCII letters are grouped in
+// runs of at most maxFoldSet spellings (three Cyrillic letters: six bytes,
+// eight spellings), each run a required set, so that alternations of such
+// words stay within maxReqSet.
+func analyzeLiteral(re *syntax.Regexp) litInfo {
+	ascii := true
+	for _, r := range re.Rune {
+		if r >= utf8RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		var b strings.Builder
+		for _, r := range re.Rune {
+			b.WriteRune(unicode.ToLower(r))
+		}
+		return litInfo{exact: []string{collapseSpace(b.String())}}
+	}
+	fold := re.Flags&syntax.FoldCase != 0
+	infos := make([]litInfo, len(re.Rune))
+	for i, r := range re.Rune {
+		infos[i] = litInfo{exact: runeSpellings(r, fold)}
+	}
+	return concatInfos(infos, maxFoldSet)
+}
+
+// runeSpellings returns the strings the scanner must look for to find r:
+// with fold, each member of r's case-folding orbit (ASCII ones lowercased).
+func runeSpellings(r rune, fold bool) []string {
+	one := func(r rune) string {
+		if r < utf8RuneSelf {
+			return collapseSpace(string(unicode.ToLower(r)))
+		}
+		return string(r)
+	}
+	out := []string{one(r)}
+	if !fold {
+		return out
+	}
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		out = union(out, []string{one(f)})
+	}
+	return out
+}
+
+// analyzeClass turns a small class (case variants of one letter, or a few
+// punctuation characters) into an exact set of strings: ASCII letters
+// lowercased, other characters as they are (the scanner folds only ASCII).
 func analyzeClass(re *syntax.Regexp) litInfo {
 	seen := map[string]bool{}
 	var exact []string
@@ -158,11 +202,14 @@ func analyzeClass(re *syntax.Regexp) litInfo {
 		if lo == hi && (lo == '\u017F' || lo == '\u212A') {
 			continue // folds to s or k; texts holding them are scanned in full
 		}
-		if hi >= utf8RuneSelf || hi-lo > 8 {
+		if hi > unicode.MaxRune || hi-lo > 8 {
 			return litInfo{}
 		}
 		for r := lo; r <= hi; r++ {
-			s := collapseSpace(string(unicode.ToLower(r)))
+			s := string(r)
+			if r < utf8RuneSelf {
+				s = collapseSpace(string(unicode.ToLower(r)))
+			}
 			if !seen[s] {
 				seen[s] = true
 				exact = append(exact, s)
@@ -181,6 +228,16 @@ func analyzeClass(re *syntax.Regexp) litInfo {
 // analyzeConcat multiplies out runs of exact children into longer literals
 // and keeps the most selective required set seen along the way.
 func analyzeConcat(subs []*syntax.Regexp) litInfo {
+	infos := make([]litInfo, len(subs))
+	for i, sub := range subs {
+		infos[i] = analyze(sub)
+	}
+	return concatInfos(infos, maxLitSet)
+}
+
+// concatInfos combines the infos of consecutive pieces of a pattern; runs
+// of exact pieces are multiplied out up to limit strings.
+func concatInfos(infos []litInfo, limit int) litInfo {
 	cur := []string{""} // cross product of the current run of exact children
 	var bestReq []string
 	var all [][]string
@@ -193,10 +250,9 @@ func analyzeConcat(subs []*syntax.Regexp) litInfo {
 			bestReq = cur
 		}
 	}
-	for _, sub := range subs {
-		info := analyze(sub)
+	for _, info := range infos {
 		if info.exact != nil {
-			if next := cross(cur, info.exact); next != nil {
+			if next := cross(cur, info.exact, limit); next != nil {
 				cur = next
 				continue
 			}
@@ -262,9 +318,10 @@ func minLen(set []string) int {
 	return m
 }
 
-// cross returns every a+b, or nil when the result would be too large.
-func cross(as, bs []string) []string {
-	if len(as)*len(bs) > maxLitSet {
+// cross returns every a+b, or nil when the result would have more than
+// limit strings or a string longer than maxLitLen.
+func cross(as, bs []string, limit int) []string {
+	if len(as)*len(bs) > limit {
 		return nil
 	}
 	out := make([]string, 0, len(as)*len(bs))

@@ -82,11 +82,36 @@ injection_hits contains m if {
 	startswith(m.where, "context.")
 }
 
+# Disguised injection language: the injection rules also run over the
+# untrusted text with spaced-out letters joined and leetspeak read as
+# letters ("i g n o r e  a l l  p r e v i o u s", "1gn0r3 pr3v10us"). Only
+# what the plain text did not already show counts here.
+deobfuscated := toolgate.deobfuscate(texts.untrusted)
+
+deobfuscated_hits contains m if {
+	has_untrusted
+	count(deobfuscated) > 0
+	some m in toolgate.match(deobfuscated, patterns)
+	m.class == "injection"
+	startswith(m.where, "context.")
+	not plain_hit(m)
+}
+
+plain_hit(m) if {
+	some h in injection_hits
+	h.code == m.code
+	h.where == m.where
+}
+
 injection_in_context if count(injection_hits) > 0
+
+injection_in_context if count(deobfuscated_hits) > 0
 
 suspicious if count(pattern_hits) > 0
 
 suspicious if count(encoded) > 0
+
+suspicious if count(deobfuscated_hits) > 0
 
 suspicious if count(provenance) > 0
 
@@ -111,6 +136,10 @@ reasons contains reason("UNTRUSTED-004", "untrusted_context", sprintf("the untru
 reasons contains reason(m.code, m.name, sprintf("%s in %s", [m.message, m.where]), m.where, "escalate") if {
 	not injection_concern
 	some m in injection_hits
+}
+
+reasons contains reason(m.code, m.name, sprintf("%s in %s, once de-obfuscated", [m.message, m.where]), m.where, "escalate") if {
+	some m in deobfuscated_hits
 }
 
 reasons contains reason("UNTRUSTED-003", "untrusted_context", sprintf("untrusted context in view; nothing suspicious found for %s-risk tool %q", [risk, action_type]), "context.blocks", "allow") if {
