@@ -23,6 +23,7 @@ import (
 //	toolgate.decode(texts)                     [{"code","message","where","scope","encodings","decoded"}]
 //	toolgate.shell(command)                    [canonical command strings]
 //	toolgate.provenance(args, trusted, untrusted) [{"where","value","kind","block"}]
+//	toolgate.inspect(input, options)           the default policy's scan facts in one call (inspect.go)
 //
 // A text is {"where": input path, "text": string, "scope": s}; a rule applies
 // to a text when its "scope" (or "target") is absent, "any", or equal to the
@@ -197,6 +198,7 @@ type compiledRules struct {
 	rules   ast.Value
 	byScope map[string]*scan.RuleSet  // "*" = rules for texts whose scope no rule names
 	extra   map[string][][2]*ast.Term // code → the rule's "class" and "decision", when it has them
+	class   map[string]string         // code → the rule's "class"
 }
 
 var ruleCache sync.Map // hash → []*compiledRules
@@ -274,13 +276,16 @@ func compileRules(v ast.Value) (*compiledRules, error) {
 		}
 		all = append(all, scoped{r, scope})
 	}
-	c := &compiledRules{rules: v, byScope: map[string]*scan.RuleSet{}, extra: map[string][][2]*ast.Term{}}
+	c := &compiledRules{rules: v, byScope: map[string]*scan.RuleSet{}, extra: map[string][][2]*ast.Term{}, class: map[string]string{}}
 	for i := 0; i < arr.Len(); i++ {
 		e := arr.Elem(i).Value
 		for _, k := range matchExtras {
 			if val := stringField(e, k); val != "" {
 				code := stringField(e, "code")
 				c.extra[code] = append(c.extra[code], ast.Item(ast.InternedTerm(k), ast.StringTerm(val)))
+				if k == "class" {
+					c.class[code] = val
+				}
 			}
 		}
 	}
@@ -319,6 +324,13 @@ func builtinMatch(_ rego.BuiltinContext, textsTerm, rulesTerm *ast.Term) (*ast.T
 	if err != nil {
 		return nil, fmt.Errorf("toolgate.match: %w", err)
 	}
+	return matchTerms(c, groups), nil
+}
+
+// matchTerms runs c over texts grouped by scope (scopes in order) and
+// returns the matches as toolgate.match does; each is also passed to the
+// optional visit.
+func matchTerms(c *compiledRules, groups map[string][]scan.Text, visit ...func(scan.Match, *ast.Term)) *ast.Term {
 	out := []*ast.Term{}
 	for _, scope := range sortedKeys(groups) {
 		for _, m := range c.forScope(scope).Match(groups[scope]) {
@@ -330,10 +342,14 @@ func builtinMatch(_ rego.BuiltinContext, textsTerm, rulesTerm *ast.Term) (*ast.T
 				ast.Item(ast.InternedTerm("excerpt"), ast.StringTerm(m.Excerpt)),
 			}
 			items = append(items, c.extra[m.Code]...)
-			out = append(out, ast.ObjectTerm(items...))
+			t := ast.ObjectTerm(items...)
+			for _, v := range visit {
+				v(m, t)
+			}
+			out = append(out, t)
 		}
 	}
-	return ast.ArrayTerm(out...), nil
+	return ast.ArrayTerm(out...)
 }
 
 func builtinDecode(_ rego.BuiltinContext, textsTerm *ast.Term) (*ast.Term, error) {
@@ -344,21 +360,26 @@ func builtinDecode(_ rego.BuiltinContext, textsTerm *ast.Term) (*ast.Term, error
 	out := []*ast.Term{}
 	for _, scope := range sortedKeys(groups) {
 		for _, f := range scan.Decode(groups[scope]) {
-			enc := make([]*ast.Term, len(f.Encodings))
-			for i, e := range f.Encodings {
-				enc[i] = ast.StringTerm(e)
-			}
-			out = append(out, ast.ObjectTerm(
-				ast.Item(ast.InternedTerm("code"), ast.StringTerm(f.Code)),
-				ast.Item(ast.InternedTerm("message"), ast.StringTerm(f.Message)),
-				ast.Item(ast.InternedTerm("where"), ast.StringTerm(f.Where)),
-				ast.Item(ast.InternedTerm("scope"), ast.StringTerm(scope)),
-				ast.Item(ast.InternedTerm("encodings"), ast.ArrayTerm(enc...)),
-				ast.Item(ast.InternedTerm("decoded"), ast.StringTerm(f.Decoded)),
-			))
+			out = append(out, findingTerm(f, scope))
 		}
 	}
 	return ast.ArrayTerm(out...), nil
+}
+
+// findingTerm is one toolgate.decode finding.
+func findingTerm(f scan.Finding, scope string) *ast.Term {
+	enc := make([]*ast.Term, len(f.Encodings))
+	for i, e := range f.Encodings {
+		enc[i] = ast.StringTerm(e)
+	}
+	return ast.ObjectTerm(
+		ast.Item(ast.InternedTerm("code"), ast.StringTerm(f.Code)),
+		ast.Item(ast.InternedTerm("message"), ast.StringTerm(f.Message)),
+		ast.Item(ast.InternedTerm("where"), ast.StringTerm(f.Where)),
+		ast.Item(ast.InternedTerm("scope"), ast.StringTerm(scope)),
+		ast.Item(ast.InternedTerm("encodings"), ast.ArrayTerm(enc...)),
+		ast.Item(ast.InternedTerm("decoded"), ast.StringTerm(f.Decoded)),
+	)
 }
 
 func builtinShell(_ rego.BuiltinContext, cmd *ast.Term) (*ast.Term, error) {

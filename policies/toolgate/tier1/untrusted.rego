@@ -15,10 +15,23 @@ package toolgate.tier1
 
 import rego.v1
 
-# texts are every string the rules look at, with the input path of each:
-# arguments (scope "arguments"), untrusted blocks (scope "context") and the
-# trusted text (user, system, intent).
-texts := toolgate.texts(input)
+# facts are every scan result the rules decide over, from one call into Go:
+# the texts with the input path of each (arguments, scope "arguments";
+# untrusted blocks, scope "context"; the trusted text: user, system, intent),
+# the danger hits (danger.rego), and, when untrusted text is in view, the
+# pattern, encoding and injection hits over the arguments and untrusted blocks.
+facts := toolgate.inspect(input, {
+	"category": category,
+	"patterns": patterns,
+	"danger": danger_rules,
+	"payload_keys": config.payload_keys,
+	"path_key_parts": config.path_key_parts,
+	"command_categories": command_categories,
+	"path_scopes": path_scopes,
+	"outbound_categories": outbound_categories,
+})
+
+texts := facts.texts
 
 has_untrusted if count(texts.untrusted) > 0
 
@@ -46,41 +59,24 @@ custom_patterns := [p |
 	}
 ]
 
-scanned := array.concat(texts.arguments, texts.untrusted)
+pattern_hits := facts.pattern_hits
 
-pattern_hits := toolgate.match(scanned, patterns)
+encoded := facts.encoded
 
-encoded := toolgate.decode(scanned)
-
-decoded_hits := toolgate.match(
-	[{"where": f.where, "text": f.decoded, "scope": f.scope} | some f in encoded],
-	patterns,
-) if {
-	count(encoded) > 0
-} else := []
+# decoded_hits: the patterns over what encoded content decodes to.
+decoded_hits := facts.decoded_hits
 
 # Provenance looks at control arguments only (recipients, URLs, accounts,
 # paths, commands): copying data from a tool's output into a message body is
 # what agents are for; taking a destination from it is what injections do.
-control_arguments := [t | some t in texts.arguments; not t.key in config.payload_keys]
+# (control_arguments: the argument texts whose key is not in config.payload_keys.)
+control_arguments := facts.control_arguments
 
 provenance := toolgate.provenance(control_arguments, texts.trusted, texts.untrusted)
 
-# injection_in_context: injection language in the untrusted blocks (or in
-# what they decode to).
-injection_hits contains m if {
-	has_untrusted
-	some m in pattern_hits
-	m.class == "injection"
-	startswith(m.where, "context.")
-}
-
-injection_hits contains m if {
-	has_untrusted
-	some m in decoded_hits
-	m.class == "injection"
-	startswith(m.where, "context.")
-}
+# injection_in_context: injection language (patterns of class "injection")
+# in the untrusted blocks, or in what they decode to.
+injection_hits := facts.injection_hits
 
 injection_in_context if count(injection_hits) > 0
 
