@@ -108,23 +108,23 @@ func builtinTexts(_ rego.BuiltinContext, in *ast.Term) (*ast.Term, error) {
 		}
 	}
 	return ast.ObjectTerm(
-		ast.Item(ast.InternedTerm("arguments"), ast.ArrayTerm(args...)),
-		ast.Item(ast.InternedTerm("untrusted"), ast.ArrayTerm(untrusted...)),
-		ast.Item(ast.InternedTerm("trusted"), ast.ArrayTerm(trusted...)),
+		ast.Item(keyTerm("arguments"), ast.ArrayTerm(args...)),
+		ast.Item(keyTerm("untrusted"), ast.ArrayTerm(untrusted...)),
+		ast.Item(keyTerm("trusted"), ast.ArrayTerm(trusted...)),
 	), nil
 }
 
 func withKey(t *ast.Term, key ast.String) *ast.Term {
 	obj := t.Value.(ast.Object)
-	obj.Insert(ast.InternedTerm("key"), ast.NewTerm(key))
+	obj.Insert(keyTerm("key"), ast.NewTerm(key))
 	return t
 }
 
 func textTerm(where, text, scope string) *ast.Term {
 	return ast.ObjectTerm(
-		ast.Item(ast.InternedTerm("where"), ast.StringTerm(where)),
-		ast.Item(ast.InternedTerm("text"), ast.StringTerm(text)),
-		ast.Item(ast.InternedTerm("scope"), ast.StringTerm(scope)),
+		ast.Item(keyTerm("where"), ast.StringTerm(where)),
+		ast.Item(keyTerm("text"), ast.StringTerm(text)),
+		ast.Item(keyTerm("scope"), ast.StringTerm(scope)),
 	)
 }
 
@@ -155,7 +155,7 @@ func getPath(v ast.Value, keys ...string) ast.Value {
 		if !ok {
 			return nil
 		}
-		t := obj.Get(ast.InternedTerm(k))
+		t := obj.Get(keyTerm(k))
 		if t == nil {
 			return nil
 		}
@@ -282,7 +282,7 @@ func compileRules(v ast.Value) (*compiledRules, error) {
 		for _, k := range matchExtras {
 			if val := stringField(e, k); val != "" {
 				code := stringField(e, "code")
-				c.extra[code] = append(c.extra[code], ast.Item(ast.InternedTerm(k), ast.StringTerm(val)))
+				c.extra[code] = append(c.extra[code], ast.Item(keyTerm(k), ast.StringTerm(val)))
 				if k == "class" {
 					c.class[code] = val
 				}
@@ -335,11 +335,11 @@ func matchTerms(c *compiledRules, groups map[string][]scan.Text, visit ...func(s
 	for _, scope := range sortedKeys(groups) {
 		for _, m := range c.forScope(scope).Match(groups[scope]) {
 			items := [][2]*ast.Term{
-				ast.Item(ast.InternedTerm("code"), ast.StringTerm(m.Code)),
-				ast.Item(ast.InternedTerm("name"), ast.StringTerm(m.Name)),
-				ast.Item(ast.InternedTerm("message"), ast.StringTerm(m.Message)),
-				ast.Item(ast.InternedTerm("where"), ast.StringTerm(m.Where)),
-				ast.Item(ast.InternedTerm("excerpt"), ast.StringTerm(m.Excerpt)),
+				ast.Item(keyTerm("code"), ast.StringTerm(m.Code)),
+				ast.Item(keyTerm("name"), ast.StringTerm(m.Name)),
+				ast.Item(keyTerm("message"), ast.StringTerm(m.Message)),
+				ast.Item(keyTerm("where"), ast.StringTerm(m.Where)),
+				ast.Item(keyTerm("excerpt"), ast.StringTerm(m.Excerpt)),
 			}
 			items = append(items, c.extra[m.Code]...)
 			t := ast.ObjectTerm(items...)
@@ -373,12 +373,12 @@ func findingTerm(f scan.Finding, scope string) *ast.Term {
 		enc[i] = ast.StringTerm(e)
 	}
 	return ast.ObjectTerm(
-		ast.Item(ast.InternedTerm("code"), ast.StringTerm(f.Code)),
-		ast.Item(ast.InternedTerm("message"), ast.StringTerm(f.Message)),
-		ast.Item(ast.InternedTerm("where"), ast.StringTerm(f.Where)),
-		ast.Item(ast.InternedTerm("scope"), ast.StringTerm(scope)),
-		ast.Item(ast.InternedTerm("encodings"), ast.ArrayTerm(enc...)),
-		ast.Item(ast.InternedTerm("decoded"), ast.StringTerm(f.Decoded)),
+		ast.Item(keyTerm("code"), ast.StringTerm(f.Code)),
+		ast.Item(keyTerm("message"), ast.StringTerm(f.Message)),
+		ast.Item(keyTerm("where"), ast.StringTerm(f.Where)),
+		ast.Item(keyTerm("scope"), ast.StringTerm(scope)),
+		ast.Item(keyTerm("encodings"), ast.ArrayTerm(enc...)),
+		ast.Item(keyTerm("decoded"), ast.StringTerm(f.Decoded)),
 	)
 }
 
@@ -417,10 +417,10 @@ func builtinProvenance(_ rego.BuiltinContext, argsTerm, trustedTerm, untrustedTe
 	out := []*ast.Term{}
 	for _, o := range scan.Provenance(args, trusted, untrusted) {
 		out = append(out, ast.ObjectTerm(
-			ast.Item(ast.InternedTerm("where"), ast.StringTerm(o.Where)),
-			ast.Item(ast.InternedTerm("value"), ast.StringTerm(o.Value)),
-			ast.Item(ast.InternedTerm("kind"), ast.StringTerm(o.Kind)),
-			ast.Item(ast.InternedTerm("block"), ast.StringTerm(o.Block)),
+			ast.Item(keyTerm("where"), ast.StringTerm(o.Where)),
+			ast.Item(keyTerm("value"), ast.StringTerm(o.Value)),
+			ast.Item(keyTerm("kind"), ast.StringTerm(o.Kind)),
+			ast.Item(keyTerm("block"), ast.StringTerm(o.Block)),
 		))
 	}
 	return ast.ArrayTerm(out...), nil

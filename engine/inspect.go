@@ -68,22 +68,23 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		return nil, fmt.Errorf("toolgate.inspect: options must be an object")
 	}
 	category := stringField(opts, "category")
-	payloadKeys, err := stringSet(opts, "payload_keys")
+	payloadKeys, err := stringsIn(opts, "payload_keys", false)
 	if err != nil {
 		return nil, err
 	}
-	pathParts, err := stringList(opts, "path_key_parts")
+	pathParts, err := stringsIn(opts, "path_key_parts", true)
 	if err != nil {
 		return nil, err
 	}
-	commandCats, err := stringSet(opts, "command_categories")
+	commandCats, err := stringsIn(opts, "command_categories", false)
 	if err != nil {
 		return nil, err
 	}
-	outboundCats, err := stringSet(opts, "outbound_categories")
+	outboundCats, err := stringsIn(opts, "outbound_categories", false)
 	if err != nil {
 		return nil, err
 	}
+	isCommand, isOutbound := contains(commandCats, category), contains(outboundCats, category)
 	pathScope, hasPathScope := "", false
 	if ps, ok := getPath(opts, "path_scopes").(ast.Object); ok {
 		if t := ps.Get(ast.StringTerm(category)); t != nil {
@@ -136,12 +137,12 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	controlTerms := []*ast.Term{}
 	for i, a := range args {
 		argTerms[i] = ast.ObjectTerm(
-			ast.Item(ast.InternedTerm("where"), ast.StringTerm(a.where)),
-			ast.Item(ast.InternedTerm("text"), ast.StringTerm(a.text)),
-			ast.Item(ast.InternedTerm("scope"), ast.InternedTerm("arguments")),
-			ast.Item(ast.InternedTerm("key"), ast.NewTerm(a.key)),
+			ast.Item(keyTerm("where"), ast.StringTerm(a.where)),
+			ast.Item(keyTerm("text"), ast.StringTerm(a.text)),
+			ast.Item(keyTerm("scope"), keyTerm("arguments")),
+			ast.Item(keyTerm("key"), ast.NewTerm(a.key)),
 		)
-		if !payloadKeys[string(a.key)] {
+		if !contains(payloadKeys, string(a.key)) {
 			controlTerms = append(controlTerms, argTerms[i])
 		}
 	}
@@ -162,15 +163,14 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	}
 	isPath := func(key ast.String) bool {
 		lk := strings.ToLower(string(key))
-		for _, p := range pathParts {
-			if strings.Contains(lk, p) {
-				return true
-			}
-		}
-		return false
+		found := false
+		eachString(pathParts, func(p string) {
+			found = found || strings.Contains(lk, p)
+		})
+		return found
 	}
 	for _, a := range args {
-		if commandCats[category] {
+		if isCommand {
 			add("command", a.where, a.text)
 			for _, c := range shell.Normalize(a.text) {
 				add("command", a.where, c)
@@ -182,7 +182,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 				add("read_path", a.where, a.text)
 			}
 		}
-		if outboundCats[category] {
+		if isOutbound {
 			add("outbound", a.where, a.text)
 		}
 	}
@@ -230,17 +230,17 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	}
 
 	return ast.ObjectTerm(
-		ast.Item(ast.InternedTerm("texts"), ast.ObjectTerm(
-			ast.Item(ast.InternedTerm("arguments"), ast.ArrayTerm(argTerms...)),
-			ast.Item(ast.InternedTerm("untrusted"), ast.ArrayTerm(untrustedTerms...)),
-			ast.Item(ast.InternedTerm("trusted"), ast.ArrayTerm(trustedTerms...)),
+		ast.Item(keyTerm("texts"), ast.ObjectTerm(
+			ast.Item(keyTerm("arguments"), ast.ArrayTerm(argTerms...)),
+			ast.Item(keyTerm("untrusted"), ast.ArrayTerm(untrustedTerms...)),
+			ast.Item(keyTerm("trusted"), ast.ArrayTerm(trustedTerms...)),
 		)),
-		ast.Item(ast.InternedTerm("control_arguments"), ast.ArrayTerm(controlTerms...)),
-		ast.Item(ast.InternedTerm("danger_hits"), dangerHits),
-		ast.Item(ast.InternedTerm("pattern_hits"), patternHits),
-		ast.Item(ast.InternedTerm("encoded"), encodedTerm),
-		ast.Item(ast.InternedTerm("decoded_hits"), decodedHits),
-		ast.Item(ast.InternedTerm("injection_hits"), injectionHits),
+		ast.Item(keyTerm("control_arguments"), ast.ArrayTerm(controlTerms...)),
+		ast.Item(keyTerm("danger_hits"), dangerHits),
+		ast.Item(keyTerm("pattern_hits"), patternHits),
+		ast.Item(keyTerm("encoded"), encodedTerm),
+		ast.Item(keyTerm("decoded_hits"), decodedHits),
+		ast.Item(keyTerm("injection_hits"), injectionHits),
 	), nil
 }
 
@@ -272,46 +272,48 @@ func valueOf(obj ast.Object, key string) ast.Value {
 	return ast.NewArray()
 }
 
-// stringList reads an optional array (or set) of strings.
-func stringList(obj ast.Object, key string) ([]string, error) {
-	return stringValues(obj, key, true)
-}
-
-// stringSet reads an optional array (or set) as a set of strings: as with
-// Rego's `in`, an element that is not a string never matches.
-func stringSet(obj ast.Object, key string) (map[string]bool, error) {
-	l, err := stringValues(obj, key, false)
-	if err != nil {
-		return nil, err
-	}
-	m := make(map[string]bool, len(l))
-	for _, s := range l {
-		m[s] = true
-	}
-	return m, nil
-}
-
-func stringValues(obj ast.Object, key string, strict bool) ([]string, error) {
-	var out []string
+// stringsIn is the optional array or set of strings at key (nil when
+// absent). strict: an element that is not a string is an error; otherwise,
+// as with Rego's `in`, it simply never matches.
+func stringsIn(obj ast.Object, key string, strict bool) (ast.Value, error) {
+	v := getPath(obj, key)
 	bad := false
-	collect := func(t *ast.Term) {
-		if s, ok := t.Value.(ast.String); ok {
-			out = append(out, string(s))
-		} else if strict {
-			bad = true
-		}
-	}
-	switch v := getPath(obj, key).(type) {
+	switch x := v.(type) {
 	case nil:
-	case *ast.Array:
-		v.Foreach(collect)
-	case ast.Set:
-		v.Foreach(collect)
+		return nil, nil
+	case *ast.Array, ast.Set:
+		if strict {
+			x.(interface{ Foreach(func(*ast.Term)) }).Foreach(func(t *ast.Term) {
+				if _, ok := t.Value.(ast.String); !ok {
+					bad = true
+				}
+			})
+		}
 	default:
 		bad = true
 	}
 	if bad {
 		return nil, fmt.Errorf("toolgate.inspect: %s must be an array or set of strings", key)
 	}
-	return out, nil
+	return v, nil
+}
+
+// eachString calls f with every string element of an array or set.
+func eachString(v ast.Value, f func(string)) {
+	c, ok := v.(interface{ Foreach(func(*ast.Term)) })
+	if !ok {
+		return
+	}
+	c.Foreach(func(t *ast.Term) {
+		if s, ok := t.Value.(ast.String); ok {
+			f(string(s))
+		}
+	})
+}
+
+// contains reports whether the array or set v holds the string s.
+func contains(v ast.Value, s string) bool {
+	found := false
+	eachString(v, func(x string) { found = found || x == s })
+	return found
 }
