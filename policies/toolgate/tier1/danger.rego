@@ -33,6 +33,6 @@ outbound_categories := {"network", "exfil", "communication"}
 danger_hits := facts.danger_hits
 
 # A rule without a decision denies.
-reasons contains reason(m.code, m.name, sprintf("%s in %s", [m.message, m.where]), m.where, object.get(m, "decision", "deny")) if {
+reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s", [m.message, m.where]), "where": m.where, "decision": object.get(m, "decision", "deny")} if {
 	some m in danger_hits
 }

@@ -86,46 +86,46 @@ suspicious if count(encoded) > 0
 
 suspicious if count(provenance) > 0
 
-reasons contains reason("UNTRUSTED-001", "untrusted_context", sprintf("%s-risk tool %q with untrusted context and suspicious content", [risk, action_type]), "context.blocks", "escalate") if {
+reasons contains {"code": "UNTRUSTED-001", "rule": "untrusted_context", "message": sprintf("%s-risk tool %q with untrusted context and suspicious content", [risk, action_type]), "where": "context.blocks", "decision": "escalate"} if {
 	injection_concern
 	suspicious
 }
 
-reasons contains reason("UNTRUSTED-002", "untrusted_context", sprintf("untrusted context in view, but %q is a %s-risk tool", [action_type, risk]), "context.blocks", "allow") if {
+reasons contains {"code": "UNTRUSTED-002", "rule": "untrusted_context", "message": sprintf("untrusted context in view, but %q is a %s-risk tool", [action_type, risk]), "where": "context.blocks", "decision": "allow"} if {
 	known_tool
 	has_untrusted
 	not scrutinized
 	not injection_in_context
 }
 
-reasons contains reason("UNTRUSTED-004", "untrusted_context", sprintf("the untrusted context carries injection language; %q may be following it", [action_type]), "context.blocks", "escalate") if {
+reasons contains {"code": "UNTRUSTED-004", "rule": "untrusted_context", "message": sprintf("the untrusted context carries injection language; %q may be following it", [action_type]), "where": "context.blocks", "decision": "escalate"} if {
 	known_tool
 	not scrutinized
 	injection_in_context
 }
 
-reasons contains reason(m.code, m.name, sprintf("%s in %s", [m.message, m.where]), m.where, "escalate") if {
+reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s", [m.message, m.where]), "where": m.where, "decision": "escalate"} if {
 	not injection_concern
 	some m in injection_hits
 }
 
-reasons contains reason("UNTRUSTED-003", "untrusted_context", sprintf("untrusted context in view; nothing suspicious found for %s-risk tool %q", [risk, action_type]), "context.blocks", "allow") if {
+reasons contains {"code": "UNTRUSTED-003", "rule": "untrusted_context", "message": sprintf("untrusted context in view; nothing suspicious found for %s-risk tool %q", [risk, action_type]), "where": "context.blocks", "decision": "allow"} if {
 	known_tool
 	injection_concern
 	not suspicious
 }
 
-reasons contains reason(m.code, m.name, sprintf("%s in %s", [m.message, m.where]), m.where, "escalate") if {
+reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s", [m.message, m.where]), "where": m.where, "decision": "escalate"} if {
 	injection_concern
 	some m in pattern_hits
 }
 
-reasons contains reason(f.code, "encoded_content", f.message, f.where, "escalate") if {
+reasons contains {"code": f.code, "rule": "encoded_content", "message": f.message, "where": f.where, "decision": "escalate"} if {
 	injection_concern
 	some f in encoded
 }
 
-reasons contains reason(m.code, m.name, sprintf("%s in %s, once decoded", [m.message, m.where]), m.where, "escalate") if {
+reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s, once decoded", [m.message, m.where]), "where": m.where, "decision": "escalate"} if {
 	injection_concern
 	some m in decoded_hits
 }
@@ -142,7 +142,7 @@ provenance_codes := {
 	"value": "PROVENANCE-007",
 }
 
-reasons contains reason(object.get(provenance_codes, o.kind, "PROVENANCE-007"), "argument_provenance", sprintf("%s %q in %s appears only in untrusted %s", [o.kind, o.value, o.where, o.block]), o.where, "escalate") if {
+reasons contains {"code": object.get(provenance_codes, o.kind, "PROVENANCE-007"), "rule": "argument_provenance", "message": sprintf("%s %q in %s appears only in untrusted %s", [o.kind, o.value, o.where, o.block]), "where": o.where, "decision": "escalate"} if {
 	injection_concern
 	some o in provenance
 }
