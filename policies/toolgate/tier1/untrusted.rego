@@ -86,12 +86,17 @@ suspicious if count(encoded) > 0
 
 suspicious if count(provenance) > 0
 
+# Every rule below needs untrusted text, so a context block: each names
+# input.context.blocks[0] first, and OPA's rule index skips them all when the
+# request has no context (blocks are objects, so the line is true otherwise).
 reasons contains {"code": "UNTRUSTED-001", "rule": "untrusted_context", "message": sprintf("%s-risk tool %q with untrusted context and suspicious content", [risk, action_type]), "where": "context.blocks", "decision": "escalate"} if {
+	input.context.blocks[0]
 	injection_concern
 	suspicious
 }
 
 reasons contains {"code": "UNTRUSTED-002", "rule": "untrusted_context", "message": sprintf("untrusted context in view, but %q is a %s-risk tool", [action_type, risk]), "where": "context.blocks", "decision": "allow"} if {
+	input.context.blocks[0]
 	known_tool
 	has_untrusted
 	not scrutinized
@@ -99,33 +104,39 @@ reasons contains {"code": "UNTRUSTED-002", "rule": "untrusted_context", "message
 }
 
 reasons contains {"code": "UNTRUSTED-004", "rule": "untrusted_context", "message": sprintf("the untrusted context carries injection language; %q may be following it", [action_type]), "where": "context.blocks", "decision": "escalate"} if {
+	input.context.blocks[0]
 	known_tool
 	not scrutinized
 	injection_in_context
 }
 
 reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s", [m.message, m.where]), "where": m.where, "decision": "escalate"} if {
+	input.context.blocks[0]
 	not injection_concern
 	some m in injection_hits
 }
 
 reasons contains {"code": "UNTRUSTED-003", "rule": "untrusted_context", "message": sprintf("untrusted context in view; nothing suspicious found for %s-risk tool %q", [risk, action_type]), "where": "context.blocks", "decision": "allow"} if {
+	input.context.blocks[0]
 	known_tool
 	injection_concern
 	not suspicious
 }
 
 reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s", [m.message, m.where]), "where": m.where, "decision": "escalate"} if {
+	input.context.blocks[0]
 	injection_concern
 	some m in pattern_hits
 }
 
 reasons contains {"code": f.code, "rule": "encoded_content", "message": f.message, "where": f.where, "decision": "escalate"} if {
+	input.context.blocks[0]
 	injection_concern
 	some f in encoded
 }
 
 reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s, once decoded", [m.message, m.where]), "where": m.where, "decision": "escalate"} if {
+	input.context.blocks[0]
 	injection_concern
 	some m in decoded_hits
 }
@@ -143,6 +154,7 @@ provenance_codes := {
 }
 
 reasons contains {"code": object.get(provenance_codes, o.kind, "PROVENANCE-007"), "rule": "argument_provenance", "message": sprintf("%s %q in %s appears only in untrusted %s", [o.kind, o.value, o.where, o.block]), "where": o.where, "decision": "escalate"} if {
+	input.context.blocks[0]
 	injection_concern
 	some o in provenance
 }
