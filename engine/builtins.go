@@ -24,6 +24,7 @@ import (
 //	toolgate.deobfuscate(texts)                [text]: other forms of each text, with spaced-out letters joined and leetspeak read
 //	toolgate.shell(command)                    [canonical command strings]
 //	toolgate.provenance(args, trusted, untrusted) [{"where","value","kind","block"}]
+//	toolgate.inspect(input, options)           the default policy's scan facts in one call (inspect.go)
 //
 // A text is {"where": input path, "text": string, "scope": s}; a rule applies
 // to a text when its "scope" (or "target") is absent, "any", or equal to the
@@ -113,23 +114,23 @@ func builtinTexts(_ rego.BuiltinContext, in *ast.Term) (*ast.Term, error) {
 		}
 	}
 	return ast.ObjectTerm(
-		ast.Item(ast.InternedTerm("arguments"), ast.ArrayTerm(args...)),
-		ast.Item(ast.InternedTerm("untrusted"), ast.ArrayTerm(untrusted...)),
-		ast.Item(ast.InternedTerm("trusted"), ast.ArrayTerm(trusted...)),
+		ast.Item(keyTerm("arguments"), ast.ArrayTerm(args...)),
+		ast.Item(keyTerm("untrusted"), ast.ArrayTerm(untrusted...)),
+		ast.Item(keyTerm("trusted"), ast.ArrayTerm(trusted...)),
 	), nil
 }
 
 func withKey(t *ast.Term, key ast.String) *ast.Term {
 	obj := t.Value.(ast.Object)
-	obj.Insert(ast.InternedTerm("key"), ast.NewTerm(key))
+	obj.Insert(keyTerm("key"), ast.NewTerm(key))
 	return t
 }
 
 func textTerm(where, text, scope string) *ast.Term {
 	return ast.ObjectTerm(
-		ast.Item(ast.InternedTerm("where"), ast.StringTerm(where)),
-		ast.Item(ast.InternedTerm("text"), ast.StringTerm(text)),
-		ast.Item(ast.InternedTerm("scope"), ast.StringTerm(scope)),
+		ast.Item(keyTerm("where"), ast.StringTerm(where)),
+		ast.Item(keyTerm("text"), ast.StringTerm(text)),
+		ast.Item(keyTerm("scope"), ast.StringTerm(scope)),
 	)
 }
 
@@ -160,7 +161,7 @@ func getPath(v ast.Value, keys ...string) ast.Value {
 		if !ok {
 			return nil
 		}
-		t := obj.Get(ast.InternedTerm(k))
+		t := obj.Get(keyTerm(k))
 		if t == nil {
 			return nil
 		}
@@ -203,6 +204,7 @@ type compiledRules struct {
 	rules   ast.Value
 	byScope map[string]*scan.RuleSet  // "*" = rules for texts whose scope no rule names
 	extra   map[string][][2]*ast.Term // code → the rule's "class" and "decision", when it has them
+	class   map[string]string         // code → the rule's "class"
 }
 
 var ruleCache sync.Map // hash → []*compiledRules
@@ -280,13 +282,16 @@ func compileRules(v ast.Value) (*compiledRules, error) {
 		}
 		all = append(all, scoped{r, scope})
 	}
-	c := &compiledRules{rules: v, byScope: map[string]*scan.RuleSet{}, extra: map[string][][2]*ast.Term{}}
+	c := &compiledRules{rules: v, byScope: map[string]*scan.RuleSet{}, extra: map[string][][2]*ast.Term{}, class: map[string]string{}}
 	for i := 0; i < arr.Len(); i++ {
 		e := arr.Elem(i).Value
 		for _, k := range matchExtras {
 			if val := stringField(e, k); val != "" {
 				code := stringField(e, "code")
-				c.extra[code] = append(c.extra[code], ast.Item(ast.InternedTerm(k), ast.StringTerm(val)))
+				c.extra[code] = append(c.extra[code], ast.Item(keyTerm(k), ast.StringTerm(val)))
+				if k == "class" {
+					c.class[code] = val
+				}
 			}
 		}
 	}
@@ -325,21 +330,32 @@ func builtinMatch(_ rego.BuiltinContext, textsTerm, rulesTerm *ast.Term) (*ast.T
 	if err != nil {
 		return nil, fmt.Errorf("toolgate.match: %w", err)
 	}
+	return matchTerms(c, groups), nil
+}
+
+// matchTerms runs c over texts grouped by scope (scopes in order) and
+// returns the matches as toolgate.match does; each is also passed to the
+// optional visit.
+func matchTerms(c *compiledRules, groups map[string][]scan.Text, visit ...func(scan.Match, *ast.Term)) *ast.Term {
 	out := []*ast.Term{}
 	for _, scope := range sortedKeys(groups) {
 		for _, m := range c.forScope(scope).Match(groups[scope]) {
 			items := [][2]*ast.Term{
-				ast.Item(ast.InternedTerm("code"), ast.StringTerm(m.Code)),
-				ast.Item(ast.InternedTerm("name"), ast.StringTerm(m.Name)),
-				ast.Item(ast.InternedTerm("message"), ast.StringTerm(m.Message)),
-				ast.Item(ast.InternedTerm("where"), ast.StringTerm(m.Where)),
-				ast.Item(ast.InternedTerm("excerpt"), ast.StringTerm(m.Excerpt)),
+				ast.Item(keyTerm("code"), ast.StringTerm(m.Code)),
+				ast.Item(keyTerm("name"), ast.StringTerm(m.Name)),
+				ast.Item(keyTerm("message"), ast.StringTerm(m.Message)),
+				ast.Item(keyTerm("where"), ast.StringTerm(m.Where)),
+				ast.Item(keyTerm("excerpt"), ast.StringTerm(m.Excerpt)),
 			}
 			items = append(items, c.extra[m.Code]...)
-			out = append(out, ast.ObjectTerm(items...))
+			t := ast.ObjectTerm(items...)
+			for _, v := range visit {
+				v(m, t)
+			}
+			out = append(out, t)
 		}
 	}
-	return ast.ArrayTerm(out...), nil
+	return ast.ArrayTerm(out...)
 }
 
 func builtinDecode(_ rego.BuiltinContext, textsTerm *ast.Term) (*ast.Term, error) {
@@ -350,18 +366,7 @@ func builtinDecode(_ rego.BuiltinContext, textsTerm *ast.Term) (*ast.Term, error
 	out := []*ast.Term{}
 	for _, scope := range sortedKeys(groups) {
 		for _, f := range scan.Decode(groups[scope]) {
-			enc := make([]*ast.Term, len(f.Encodings))
-			for i, e := range f.Encodings {
-				enc[i] = ast.StringTerm(e)
-			}
-			out = append(out, ast.ObjectTerm(
-				ast.Item(ast.InternedTerm("code"), ast.StringTerm(f.Code)),
-				ast.Item(ast.InternedTerm("message"), ast.StringTerm(f.Message)),
-				ast.Item(ast.InternedTerm("where"), ast.StringTerm(f.Where)),
-				ast.Item(ast.InternedTerm("scope"), ast.StringTerm(scope)),
-				ast.Item(ast.InternedTerm("encodings"), ast.ArrayTerm(enc...)),
-				ast.Item(ast.InternedTerm("decoded"), ast.StringTerm(f.Decoded)),
-			))
+			out = append(out, findingTerm(f, scope))
 		}
 	}
 	return ast.ArrayTerm(out...), nil
@@ -383,6 +388,22 @@ func builtinDeobfuscate(_ rego.BuiltinContext, textsTerm *ast.Term) (*ast.Term, 
 		}
 	}
 	return ast.ArrayTerm(out...), nil
+}
+
+// findingTerm is one toolgate.decode finding.
+func findingTerm(f scan.Finding, scope string) *ast.Term {
+	enc := make([]*ast.Term, len(f.Encodings))
+	for i, e := range f.Encodings {
+		enc[i] = ast.StringTerm(e)
+	}
+	return ast.ObjectTerm(
+		ast.Item(keyTerm("code"), ast.StringTerm(f.Code)),
+		ast.Item(keyTerm("message"), ast.StringTerm(f.Message)),
+		ast.Item(keyTerm("where"), ast.StringTerm(f.Where)),
+		ast.Item(keyTerm("scope"), ast.StringTerm(scope)),
+		ast.Item(keyTerm("encodings"), ast.ArrayTerm(enc...)),
+		ast.Item(keyTerm("decoded"), ast.StringTerm(f.Decoded)),
+	)
 }
 
 func builtinShell(_ rego.BuiltinContext, cmd *ast.Term) (*ast.Term, error) {
@@ -420,10 +441,10 @@ func builtinProvenance(_ rego.BuiltinContext, argsTerm, trustedTerm, untrustedTe
 	out := []*ast.Term{}
 	for _, o := range scan.Provenance(args, trusted, untrusted) {
 		out = append(out, ast.ObjectTerm(
-			ast.Item(ast.InternedTerm("where"), ast.StringTerm(o.Where)),
-			ast.Item(ast.InternedTerm("value"), ast.StringTerm(o.Value)),
-			ast.Item(ast.InternedTerm("kind"), ast.StringTerm(o.Kind)),
-			ast.Item(ast.InternedTerm("block"), ast.StringTerm(o.Block)),
+			ast.Item(keyTerm("where"), ast.StringTerm(o.Where)),
+			ast.Item(keyTerm("value"), ast.StringTerm(o.Value)),
+			ast.Item(keyTerm("kind"), ast.StringTerm(o.Kind)),
+			ast.Item(keyTerm("block"), ast.StringTerm(o.Block)),
 		))
 	}
 	return ast.ArrayTerm(out...), nil

@@ -200,7 +200,7 @@ func (e *Engine) evaluate(ctx context.Context, req *schema.Request, facts *schem
 	if err != nil {
 		return failClosed(p.policy, CodeBadDecision, err.Error()), err
 	}
-	evalOpts := []rego.EvalOption{rego.EvalParsedInput(input), rego.EvalMetrics(metrics.NoOp())}
+	evalOpts := []rego.EvalOption{rego.EvalParsedInput(input), rego.EvalMetrics(metrics.NoOp()), rego.EvalGenerateJSON(keepAST)}
 	if tracer != nil {
 		evalOpts = append(evalOpts, rego.EvalQueryTracer(tracer))
 	}
@@ -212,7 +212,11 @@ func (e *Engine) evaluate(ctx context.Context, req *schema.Request, facts *schem
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
 		return failClosed(p.policy, CodeNoDecision, "the policy produced no decision"), nil
 	}
-	d, err := decodeDecision(rs[0].Expressions[0].Value)
+	t, ok := rs[0].Expressions[0].Value.(*ast.Term)
+	if !ok {
+		return failClosed(p.policy, CodeBadDecision, "the policy's result is not a term"), nil
+	}
+	d, err := decodeDecision(t.Value)
 	if err != nil {
 		return failClosed(p.policy, CodeBadDecision, err.Error()), nil
 	}
@@ -236,38 +240,95 @@ func failClosed(p schema.Policy, code, msg string) schema.Decision {
 	}
 }
 
+// keepAST hands the query's result over as OPA computed it: the decision is
+// read from the AST directly, without a conversion to Go maps first.
+func keepAST(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }
+
 var errMalformed = errors.New("malformed decision")
 
-func decodeDecision(v any) (schema.Decision, error) {
-	m, ok := v.(map[string]any)
+// The decision's keys.
+var (
+	keyDecision   = ast.StringTerm("decision")
+	keyRisk       = ast.StringTerm("risk")
+	keyCategory   = ast.StringTerm("category")
+	keyReasons    = ast.StringTerm("reasons")
+	keyPrecedence = ast.StringTerm("precedence")
+	keyNotApplied = ast.StringTerm("not_applied")
+	keyCode       = ast.StringTerm("code")
+	keyRule       = ast.StringTerm("rule")
+	keyMessage    = ast.StringTerm("message")
+	keyWhere      = ast.StringTerm("where")
+)
+
+// astString is obj[key] when it is a string, else "".
+func astString(obj ast.Object, key *ast.Term) string {
+	if t := obj.Get(key); t != nil {
+		if s, ok := t.Value.(ast.String); ok {
+			return string(s)
+		}
+	}
+	return ""
+}
+
+// elems visits the elements of an array or a set (in the order a conversion
+// to JSON lists them); any other value has none.
+func elems(v *ast.Term, f func(*ast.Term) error) error {
+	if v == nil {
+		return nil
+	}
+	switch x := v.Value.(type) {
+	case *ast.Array:
+		for i := 0; i < x.Len(); i++ {
+			if err := f(x.Elem(i)); err != nil {
+				return err
+			}
+		}
+	case ast.Set:
+		return x.Iter(f)
+	}
+	return nil
+}
+
+func decodeDecision(v ast.Value) (schema.Decision, error) {
+	m, ok := v.(ast.Object)
 	if !ok {
 		return schema.Decision{}, fmt.Errorf("%w: not an object", errMalformed)
 	}
-	out, _ := m["decision"].(string)
+	out := astString(m, keyDecision)
 	d := schema.Decision{Outcome: schema.Outcome(out), Tier: 1}
 	if !d.Outcome.Valid() {
 		return schema.Decision{}, fmt.Errorf("%w: decision %q is not allow, deny, escalate or pending", errMalformed, out)
 	}
-	d.Risk, _ = m["risk"].(string)
-	d.Category, _ = m["category"].(string)
-	rs, _ := m["reasons"].([]any)
-	d.Reasons = make([]schema.Reason, 0, len(rs))
-	for _, r := range rs {
-		rm, ok := r.(map[string]any)
-		if !ok {
-			return schema.Decision{}, fmt.Errorf("%w: a reason is not an object", errMalformed)
+	d.Risk = astString(m, keyRisk)
+	d.Category = astString(m, keyCategory)
+	rs := m.Get(keyReasons)
+	n := 0
+	if rs != nil {
+		if c, ok := rs.Value.(interface{ Len() int }); ok {
+			n = c.Len()
 		}
-		str := func(k string) string { s, _ := rm[k].(string); return s }
-		d.Reasons = append(d.Reasons, schema.Reason{Code: str("code"), Rule: str("rule"), Message: str("message"), Where: str("where"), Outcome: schema.Outcome(str("decision"))})
+	}
+	d.Reasons = make([]schema.Reason, 0, n)
+	err := elems(rs, func(r *ast.Term) error {
+		rm, ok := r.Value.(ast.Object)
+		if !ok {
+			return fmt.Errorf("%w: a reason is not an object", errMalformed)
+		}
+		d.Reasons = append(d.Reasons, schema.Reason{Code: astString(rm, keyCode), Rule: astString(rm, keyRule), Message: astString(rm, keyMessage), Where: astString(rm, keyWhere), Outcome: schema.Outcome(astString(rm, keyDecision))})
+		return nil
+	})
+	if err != nil {
+		return schema.Decision{}, err
 	}
 	rank := map[schema.Outcome]int{}
-	if prec, ok := m["precedence"].([]any); ok {
-		for i, p := range prec {
-			if o, ok := p.(string); ok {
-				rank[schema.Outcome(o)] = i
-			}
+	i := 0
+	_ = elems(m.Get(keyPrecedence), func(p *ast.Term) error {
+		if o, ok := p.Value.(ast.String); ok {
+			rank[schema.Outcome(o)] = i
 		}
-	}
+		i++
+		return nil
+	})
 	// Strongest first (the policy's precedence), then by code; reasons whose
 	// outcome the precedence does not list go last.
 	slices.SortStableFunc(d.Reasons, func(a, b schema.Reason) int {
@@ -288,12 +349,11 @@ func decodeDecision(v any) (schema.Decision, error) {
 			d.BudgetExceeded = true
 		}
 	}
-	if na, ok := m["not_applied"].([]any); ok {
-		for _, x := range na {
-			if s, ok := x.(string); ok {
-				d.NotApplied = append(d.NotApplied, s)
-			}
+	_ = elems(m.Get(keyNotApplied), func(x *ast.Term) error {
+		if s, ok := x.Value.(ast.String); ok {
+			d.NotApplied = append(d.NotApplied, string(s))
 		}
-	}
+		return nil
+	})
 	return d, nil
 }

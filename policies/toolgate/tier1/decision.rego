@@ -29,7 +29,10 @@ outcomes := {r.decision | some r in reasons}
 # outcome: the first outcome in precedence order that some reason asks for.
 outcome := [o | some o in config.precedence; o in outcomes][0]
 
-# reason builds one reason object.
+# reason builds one reason object. The default rules write the object out in
+# their heads instead ({"code", "rule", "message", "where", "decision"}): a
+# function call per reason costs more than the object; your own rules may use
+# either.
 reason(code, rule, message, where, outcome_) := {
 	"code": code,
 	"rule": rule,

@@ -9,8 +9,6 @@ trust_levels := ["untrusted", "supervised", "autonomous", "trusted"]
 
 trust_index := {"untrusted": 0, "supervised": 1, "autonomous": 2, "trusted": 3}
 
-risk_index := {"low": 0, "medium": 1, "high": 2, "critical": 3}
-
 requested_trust := input.agent.trust_level
 
 registered_trust := input.facts.agent.trust_level if input.facts.agent.registered
@@ -26,9 +24,17 @@ trust := trust_levels[min({trust_index[requested_trust], trust_index[registered_
 
 matrix_outcome := config.matrix[trust][risk]
 
-# MATRIX-001 (untrusted × low) .. MATRIX-016 (trusted × critical), row by row.
-matrix_code := sprintf("MATRIX-%03d", [((trust_index[trust] * 4) + risk_index[risk]) + 1])
+# MATRIX-001 (untrusted × low) .. MATRIX-016 (trusted × critical), row by row
+# (a table rather than arithmetic and sprintf on every decision).
+matrix_code := matrix_codes[trust][risk]
 
-reasons contains reason(matrix_code, "trust_risk_matrix", sprintf("%s agent, %s-risk tool: %s", [trust, risk, matrix_outcome]), "agent.trust_level", matrix_outcome) if {
+matrix_codes := {
+	"untrusted": {"low": "MATRIX-001", "medium": "MATRIX-002", "high": "MATRIX-003", "critical": "MATRIX-004"},
+	"supervised": {"low": "MATRIX-005", "medium": "MATRIX-006", "high": "MATRIX-007", "critical": "MATRIX-008"},
+	"autonomous": {"low": "MATRIX-009", "medium": "MATRIX-010", "high": "MATRIX-011", "critical": "MATRIX-012"},
+	"trusted": {"low": "MATRIX-013", "medium": "MATRIX-014", "high": "MATRIX-015", "critical": "MATRIX-016"},
+}
+
+reasons contains {"code": matrix_code, "rule": "trust_risk_matrix", "message": sprintf("%s agent, %s-risk tool: %s", [trust, risk, matrix_outcome]), "where": "agent.trust_level", "decision": matrix_outcome} if {
 	known_tool
 }

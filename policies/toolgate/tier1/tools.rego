@@ -33,7 +33,7 @@ category := tool.category if known_tool
 
 else := "unknown"
 
-reasons contains reason("ACTION-001", "unknown_action", sprintf("unknown action type or tool %q: denied by default", [action_type]), "action.type", "deny") if {
+reasons contains {"code": "ACTION-001", "rule": "unknown_action", "message": sprintf("unknown action type or tool %q: denied by default", [action_type]), "where": "action.type", "decision": "deny"} if {
 	not known_tool
 }
 
@@ -45,16 +45,16 @@ agent_tools := {"allowed": object.get(input.facts.agent, "allowed_tools", []), "
 
 else := object.get(config.agent_tools, input.agent.id, {})
 
-reasons contains reason("TOOL-001", "blocked_tool", sprintf("tool %q is blocked for agent %q", [action_type, input.agent.id]), "action.type", "deny") if {
+reasons contains {"code": "TOOL-001", "rule": "blocked_tool", "message": sprintf("tool %q is blocked for agent %q", [action_type, input.agent.id]), "where": "action.type", "decision": "deny"} if {
 	action_type in object.get(agent_tools, "blocked", [])
 }
 
-reasons contains reason("TOOL-001", "blocked_tool", sprintf("tool %q is not among agent %q's allowed tools", [action_type, input.agent.id]), "action.type", "deny") if {
+reasons contains {"code": "TOOL-001", "rule": "blocked_tool", "message": sprintf("tool %q is not among agent %q's allowed tools", [action_type, input.agent.id]), "where": "action.type", "decision": "deny"} if {
 	allowed := object.get(agent_tools, "allowed", [])
 	count(allowed) > 0
 	not action_type in allowed
 }
 
-reasons contains reason("TOOL-002", "dangerous_tool", sprintf("tool %q is dangerous: a person must approve it", [action_type]), "action.type", "pending") if {
+reasons contains {"code": "TOOL-002", "rule": "dangerous_tool", "message": sprintf("tool %q is dangerous: a person must approve it", [action_type]), "where": "action.type", "decision": "pending"} if {
 	tool.approval == "dangerous"
 }

@@ -15,10 +15,23 @@ package toolgate.tier1
 
 import rego.v1
 
-# texts are every string the rules look at, with the input path of each:
-# arguments (scope "arguments"), untrusted blocks (scope "context") and the
-# trusted text (user, system, intent).
-texts := toolgate.texts(input)
+# facts are every scan result the rules decide over, from one call into Go:
+# the texts with the input path of each (arguments, scope "arguments";
+# untrusted blocks, scope "context"; the trusted text: user, system, intent),
+# the danger hits (danger.rego), and, when untrusted text is in view, the
+# pattern, encoding and injection hits over the arguments and untrusted blocks.
+facts := toolgate.inspect(input, {
+	"category": category,
+	"patterns": patterns,
+	"danger": danger_rules,
+	"payload_keys": config.payload_keys,
+	"path_key_parts": config.path_key_parts,
+	"command_categories": command_categories,
+	"path_scopes": path_scopes,
+	"outbound_categories": outbound_categories,
+})
+
+texts := facts.texts
 
 has_untrusted if count(texts.untrusted) > 0
 
@@ -46,41 +59,24 @@ custom_patterns := [p |
 	}
 ]
 
-scanned := array.concat(texts.arguments, texts.untrusted)
+pattern_hits := facts.pattern_hits
 
-pattern_hits := toolgate.match(scanned, patterns)
+encoded := facts.encoded
 
-encoded := toolgate.decode(scanned)
-
-decoded_hits := toolgate.match(
-	[{"where": f.where, "text": f.decoded, "scope": f.scope} | some f in encoded],
-	patterns,
-) if {
-	count(encoded) > 0
-} else := []
+# decoded_hits: the patterns over what encoded content decodes to.
+decoded_hits := facts.decoded_hits
 
 # Provenance looks at control arguments only (recipients, URLs, accounts,
 # paths, commands): copying data from a tool's output into a message body is
 # what agents are for; taking a destination from it is what injections do.
-control_arguments := [t | some t in texts.arguments; not t.key in config.payload_keys]
+# (control_arguments: the argument texts whose key is not in config.payload_keys.)
+control_arguments := facts.control_arguments
 
 provenance := toolgate.provenance(control_arguments, texts.trusted, texts.untrusted)
 
-# injection_in_context: injection language in the untrusted blocks (or in
-# what they decode to).
-injection_hits contains m if {
-	has_untrusted
-	some m in pattern_hits
-	m.class == "injection"
-	startswith(m.where, "context.")
-}
-
-injection_hits contains m if {
-	has_untrusted
-	some m in decoded_hits
-	m.class == "injection"
-	startswith(m.where, "context.")
-}
+# injection_in_context: injection language (patterns of class "injection")
+# in the untrusted blocks, or in what they decode to.
+injection_hits := facts.injection_hits
 
 # Disguised injection language: the injection rules also run over the
 # untrusted text with spaced-out letters joined and leetspeak read as
@@ -115,50 +111,62 @@ suspicious if count(deobfuscated_hits) > 0
 
 suspicious if count(provenance) > 0
 
-reasons contains reason("UNTRUSTED-001", "untrusted_context", sprintf("%s-risk tool %q with untrusted context and suspicious content", [risk, action_type]), "context.blocks", "escalate") if {
+# Every rule below needs untrusted text, so a context block: each names
+# input.context.blocks[0] first, and OPA's rule index skips them all when the
+# request has no context (blocks are objects, so the line is true otherwise).
+reasons contains {"code": "UNTRUSTED-001", "rule": "untrusted_context", "message": sprintf("%s-risk tool %q with untrusted context and suspicious content", [risk, action_type]), "where": "context.blocks", "decision": "escalate"} if {
+	input.context.blocks[0]
 	injection_concern
 	suspicious
 }
 
-reasons contains reason("UNTRUSTED-002", "untrusted_context", sprintf("untrusted context in view, but %q is a %s-risk tool", [action_type, risk]), "context.blocks", "allow") if {
+reasons contains {"code": "UNTRUSTED-002", "rule": "untrusted_context", "message": sprintf("untrusted context in view, but %q is a %s-risk tool", [action_type, risk]), "where": "context.blocks", "decision": "allow"} if {
+	input.context.blocks[0]
 	known_tool
 	has_untrusted
 	not scrutinized
 	not injection_in_context
 }
 
-reasons contains reason("UNTRUSTED-004", "untrusted_context", sprintf("the untrusted context carries injection language; %q may be following it", [action_type]), "context.blocks", "escalate") if {
+reasons contains {"code": "UNTRUSTED-004", "rule": "untrusted_context", "message": sprintf("the untrusted context carries injection language; %q may be following it", [action_type]), "where": "context.blocks", "decision": "escalate"} if {
+	input.context.blocks[0]
 	known_tool
 	not scrutinized
 	injection_in_context
 }
 
-reasons contains reason(m.code, m.name, sprintf("%s in %s", [m.message, m.where]), m.where, "escalate") if {
+reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s", [m.message, m.where]), "where": m.where, "decision": "escalate"} if {
+	input.context.blocks[0]
 	not injection_concern
 	some m in injection_hits
 }
 
-reasons contains reason(m.code, m.name, sprintf("%s in %s, once de-obfuscated", [m.message, m.where]), m.where, "escalate") if {
+reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s, once de-obfuscated", [m.message, m.where]), "where": m.where, "decision": "escalate"} if {
+	input.context.blocks[0]
 	some m in deobfuscated_hits
 }
 
-reasons contains reason("UNTRUSTED-003", "untrusted_context", sprintf("untrusted context in view; nothing suspicious found for %s-risk tool %q", [risk, action_type]), "context.blocks", "allow") if {
+reasons contains {"code": "UNTRUSTED-003", "rule": "untrusted_context", "message": sprintf("untrusted context in view; nothing suspicious found for %s-risk tool %q", [risk, action_type]), "where": "context.blocks", "decision": "allow"} if {
+	input.context.blocks[0]
 	known_tool
 	injection_concern
 	not suspicious
 }
 
-reasons contains reason(m.code, m.name, sprintf("%s in %s", [m.message, m.where]), m.where, "escalate") if {
+reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s", [m.message, m.where]), "where": m.where, "decision": "escalate"} if {
+	input.context.blocks[0]
 	injection_concern
 	some m in pattern_hits
 }
 
-reasons contains reason(f.code, "encoded_content", f.message, f.where, "escalate") if {
+reasons contains {"code": f.code, "rule": "encoded_content", "message": f.message, "where": f.where, "decision": "escalate"} if {
+	input.context.blocks[0]
 	injection_concern
 	some f in encoded
 }
 
-reasons contains reason(m.code, m.name, sprintf("%s in %s, once decoded", [m.message, m.where]), m.where, "escalate") if {
+reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s, once decoded", [m.message, m.where]), "where": m.where, "decision": "escalate"} if {
+	input.context.blocks[0]
 	injection_concern
 	some m in decoded_hits
 }
@@ -175,7 +183,8 @@ provenance_codes := {
 	"value": "PROVENANCE-007",
 }
 
-reasons contains reason(object.get(provenance_codes, o.kind, "PROVENANCE-007"), "argument_provenance", sprintf("%s %q in %s appears only in untrusted %s", [o.kind, o.value, o.where, o.block]), o.where, "escalate") if {
+reasons contains {"code": object.get(provenance_codes, o.kind, "PROVENANCE-007"), "rule": "argument_provenance", "message": sprintf("%s %q in %s appears only in untrusted %s", [o.kind, o.value, o.where, o.block]), "where": o.where, "decision": "escalate"} if {
+	input.context.blocks[0]
 	injection_concern
 	some o in provenance
 }

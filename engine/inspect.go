@@ -1,0 +1,319 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/types"
+
+	"github.com/toolgate/toolgate/engine/scan"
+	"github.com/toolgate/toolgate/engine/shell"
+)
+
+// toolgate.inspect(input, options) gathers, in one call, the scan facts the
+// default policy decides over. It selects the texts the way the policy's data
+// says (the tool's category, the config's payload keys and path key parts,
+// the category sets) and runs the same scanners as toolgate.match and
+// toolgate.decode. options:
+//
+//	"category"            the tool's registry category
+//	"patterns"            suspicious-content rules (toolgate.match's rules)
+//	"danger"              dangerous-command rules
+//	"payload_keys"        argument names that carry payload, not control values
+//	"path_key_parts"      an argument whose name contains one of these holds a path
+//	"command_categories"  categories whose every string argument is a command
+//	"path_scopes"         category → scope of its path arguments (read_path, write_path...)
+//	"outbound_categories" categories whose arguments leave the host
+//
+// It returns
+//
+//	"texts"              toolgate.texts(input)
+//	"control_arguments"  the argument texts whose key is not a payload key
+//	"danger_hits"        danger matches over the danger texts: every string argument of a
+//	                     command category, written and canonical (scope "command");
+//	                     path arguments in their category's path scope, and also as
+//	                     "read_path" when that scope is another; every argument of an
+//	                     outbound category (scope "outbound")
+//	"pattern_hits"       pattern matches over the argument and untrusted texts
+//	"encoded"            toolgate.decode over the same texts
+//	"decoded_hits"       pattern matches over what they decode to
+//	"injection_hits"     the pattern and decoded hits of class "injection" in the
+//	                     untrusted blocks (where "context.")
+//
+// The last four are computed only when untrusted text is in view, and are
+// empty otherwise.
+func init() {
+	rego.RegisterBuiltin2(&rego.Function{
+		Name:        "toolgate.inspect",
+		Description: "Selects a request's texts by the policy's data and returns every scan fact the default policy uses (danger, pattern, encoding and injection hits) in one call.",
+		Decl:        types.NewFunction(types.Args(types.Named("input", types.A), types.Named("options", types.NewObject(nil, types.NewDynamicProperty(types.S, types.A)))), types.Named("facts", types.A)),
+	}, builtinInspect)
+}
+
+// argText is one string argument: its input path, text and top-level key.
+type argText struct {
+	where, text string
+	key         ast.String
+}
+
+func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, error) {
+	obj, ok := in.Value.(ast.Object)
+	if !ok {
+		return nil, fmt.Errorf("toolgate.inspect: input must be an object")
+	}
+	opts, ok := optsTerm.Value.(ast.Object)
+	if !ok {
+		return nil, fmt.Errorf("toolgate.inspect: options must be an object")
+	}
+	category := stringField(opts, "category")
+	payloadKeys, err := stringsIn(opts, "payload_keys", false)
+	if err != nil {
+		return nil, err
+	}
+	pathParts, err := stringsIn(opts, "path_key_parts", true)
+	if err != nil {
+		return nil, err
+	}
+	commandCats, err := stringsIn(opts, "command_categories", false)
+	if err != nil {
+		return nil, err
+	}
+	outboundCats, err := stringsIn(opts, "outbound_categories", false)
+	if err != nil {
+		return nil, err
+	}
+	isCommand, isOutbound := contains(commandCats, category), contains(outboundCats, category)
+	pathScope, hasPathScope := "", false
+	if ps, ok := getPath(opts, "path_scopes").(ast.Object); ok {
+		if t := ps.Get(ast.StringTerm(category)); t != nil {
+			s, ok := t.Value.(ast.String)
+			if !ok {
+				return nil, fmt.Errorf("toolgate.inspect: path_scopes[%q] must be a string", category)
+			}
+			pathScope, hasPathScope = string(s), true
+		}
+	} else if getPath(opts, "path_scopes") != nil {
+		return nil, fmt.Errorf("toolgate.inspect: path_scopes must be an object")
+	}
+
+	// The texts, as toolgate.texts collects them.
+	var args []argText
+	if v, ok := getPath(obj, "action", "arguments").(ast.Object); ok {
+		for _, k := range v.Keys() {
+			key, ok := k.Value.(ast.String)
+			if !ok {
+				continue
+			}
+			walkStrings(v.Get(k).Value, "action.arguments."+string(key), func(where, text string) {
+				args = append(args, argText{where, text, key})
+			})
+		}
+	}
+	var untrusted []scan.Text
+	trustedTerms := []*ast.Term{}
+	if intent, ok := getPath(obj, "context", "user_intent").(ast.String); ok && intent != "" {
+		trustedTerms = append(trustedTerms, ast.NewTerm(intent))
+	}
+	if blocks, ok := getPath(obj, "context", "blocks").(*ast.Array); ok {
+		for i := 0; i < blocks.Len(); i++ {
+			b, ok := blocks.Elem(i).Value.(ast.Object)
+			if !ok {
+				continue
+			}
+			content, ok := getPath(b, "content").(ast.String)
+			if !ok || content == "" {
+				continue
+			}
+			if trust, _ := getPath(b, "trust").(ast.String); trust == "untrusted" {
+				untrusted = append(untrusted, scan.Text{Where: fmt.Sprintf("context.blocks[%d].content", i), Text: string(content)})
+			} else {
+				trustedTerms = append(trustedTerms, ast.NewTerm(content))
+			}
+		}
+	}
+	argTerms := make([]*ast.Term, len(args))
+	controlTerms := []*ast.Term{}
+	for i, a := range args {
+		argTerms[i] = ast.ObjectTerm(
+			ast.Item(keyTerm("where"), ast.StringTerm(a.where)),
+			ast.Item(keyTerm("text"), ast.StringTerm(a.text)),
+			ast.Item(keyTerm("scope"), keyTerm("arguments")),
+			ast.Item(keyTerm("key"), ast.NewTerm(a.key)),
+		)
+		if !contains(payloadKeys, string(a.key)) {
+			controlTerms = append(controlTerms, argTerms[i])
+		}
+	}
+	untrustedTerms := make([]*ast.Term, len(untrusted))
+	for i, u := range untrusted {
+		untrustedTerms[i] = textTerm(u.Where, u.Text, "context")
+	}
+
+	// Danger texts, by scope, without duplicates.
+	danger := map[string][]scan.Text{}
+	seen := map[[3]string]bool{}
+	add := func(scope, where, text string) {
+		k := [3]string{scope, where, text}
+		if !seen[k] {
+			seen[k] = true
+			danger[scope] = append(danger[scope], scan.Text{Where: where, Text: text})
+		}
+	}
+	isPath := func(key ast.String) bool {
+		lk := strings.ToLower(string(key))
+		found := false
+		eachString(pathParts, func(p string) {
+			found = found || strings.Contains(lk, p)
+		})
+		return found
+	}
+	for _, a := range args {
+		if isCommand {
+			add("command", a.where, a.text)
+			for _, c := range shell.Normalize(a.text) {
+				add("command", a.where, c)
+			}
+		}
+		if hasPathScope && isPath(a.key) {
+			add(pathScope, a.where, a.text)
+			if pathScope != "read_path" { // credential files count whatever a file tool does with them
+				add("read_path", a.where, a.text)
+			}
+		}
+		if isOutbound {
+			add("outbound", a.where, a.text)
+		}
+	}
+	dangerRules, err := compiledFor(valueOf(opts, "danger"))
+	if err != nil {
+		return nil, fmt.Errorf("toolgate.inspect: danger: %w", err)
+	}
+	dangerHits := matchTerms(dangerRules, danger)
+
+	empty := ast.ArrayTerm()
+	patternHits, encodedTerm, decodedHits, injectionHits := empty, empty, empty, empty
+	if len(untrusted) > 0 {
+		patterns, err := compiledFor(valueOf(opts, "patterns"))
+		if err != nil {
+			return nil, fmt.Errorf("toolgate.inspect: patterns: %w", err)
+		}
+		scanned := map[string][]scan.Text{"context": untrusted}
+		if len(args) > 0 {
+			at := make([]scan.Text, len(args))
+			for i, a := range args {
+				at[i] = scan.Text{Where: a.where, Text: a.text}
+			}
+			scanned["arguments"] = at
+		}
+		var injection []*ast.Term
+		hits := matchTerms(patterns, scanned, func(m scan.Match, t *ast.Term) {
+			if patterns.class[m.Code] == "injection" && strings.HasPrefix(m.Where, "context.") {
+				injection = append(injection, t)
+			}
+		})
+		decoded := map[string][]scan.Text{}
+		var enc []*ast.Term
+		for _, scope := range sortedKeys(scanned) {
+			for _, f := range scan.Decode(scanned[scope]) {
+				enc = append(enc, findingTerm(f, scope))
+				decoded[scope] = append(decoded[scope], scan.Text{Where: f.Where, Text: f.Decoded})
+			}
+		}
+		dhits := matchTerms(patterns, decoded, func(m scan.Match, t *ast.Term) {
+			if patterns.class[m.Code] == "injection" && strings.HasPrefix(m.Where, "context.") {
+				injection = append(injection, t)
+			}
+		})
+		patternHits, encodedTerm, decodedHits, injectionHits = hits, ast.ArrayTerm(enc...), dhits, ast.ArrayTerm(injection...)
+	}
+
+	return ast.ObjectTerm(
+		ast.Item(keyTerm("texts"), ast.ObjectTerm(
+			ast.Item(keyTerm("arguments"), ast.ArrayTerm(argTerms...)),
+			ast.Item(keyTerm("untrusted"), ast.ArrayTerm(untrustedTerms...)),
+			ast.Item(keyTerm("trusted"), ast.ArrayTerm(trustedTerms...)),
+		)),
+		ast.Item(keyTerm("control_arguments"), ast.ArrayTerm(controlTerms...)),
+		ast.Item(keyTerm("danger_hits"), dangerHits),
+		ast.Item(keyTerm("pattern_hits"), patternHits),
+		ast.Item(keyTerm("encoded"), encodedTerm),
+		ast.Item(keyTerm("decoded_hits"), decodedHits),
+		ast.Item(keyTerm("injection_hits"), injectionHits),
+	), nil
+}
+
+// walkStrings visits every string in v depth first, in key order, with its
+// path (a.b[2].c), as collectStrings does.
+func walkStrings(v ast.Value, path string, visit func(where, text string)) {
+	switch x := v.(type) {
+	case ast.String:
+		visit(path, string(x))
+	case ast.Object:
+		for _, k := range x.Keys() {
+			key := k.Value.String()
+			if s, ok := k.Value.(ast.String); ok {
+				key = string(s)
+			}
+			walkStrings(x.Get(k).Value, path+"."+key, visit)
+		}
+	case *ast.Array:
+		for i := 0; i < x.Len(); i++ {
+			walkStrings(x.Elem(i).Value, fmt.Sprintf("%s[%d]", path, i), visit)
+		}
+	}
+}
+
+func valueOf(obj ast.Object, key string) ast.Value {
+	if v := getPath(obj, key); v != nil {
+		return v
+	}
+	return ast.NewArray()
+}
+
+// stringsIn is the optional array or set of strings at key (nil when
+// absent). strict: an element that is not a string is an error; otherwise,
+// as with Rego's `in`, it simply never matches.
+func stringsIn(obj ast.Object, key string, strict bool) (ast.Value, error) {
+	v := getPath(obj, key)
+	bad := false
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case *ast.Array, ast.Set:
+		if strict {
+			x.(interface{ Foreach(func(*ast.Term)) }).Foreach(func(t *ast.Term) {
+				if _, ok := t.Value.(ast.String); !ok {
+					bad = true
+				}
+			})
+		}
+	default:
+		bad = true
+	}
+	if bad {
+		return nil, fmt.Errorf("toolgate.inspect: %s must be an array or set of strings", key)
+	}
+	return v, nil
+}
+
+// eachString calls f with every string element of an array or set.
+func eachString(v ast.Value, f func(string)) {
+	c, ok := v.(interface{ Foreach(func(*ast.Term)) })
+	if !ok {
+		return
+	}
+	c.Foreach(func(t *ast.Term) {
+		if s, ok := t.Value.(ast.String); ok {
+			f(string(s))
+		}
+	})
+}
+
+// contains reports whether the array or set v holds the string s.
+func contains(v ast.Value, s string) bool {
+	found := false
+	eachString(v, func(x string) { found = found || x == s })
+	return found
+}
