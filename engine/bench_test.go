@@ -169,7 +169,14 @@ func (b *baseline) decide(req *schema.Request) schema.Outcome {
 	}
 	if len(untrusted) > 0 && (tool.Risk == "high" || tool.Risk == "critical") {
 		all := append(append([]scan.Text{}, args...), untrusted...)
-		if len(b.patterns.Match(all)) > 0 || len(scan.Decode(all)) > 0 || len(scan.Provenance(args, trusted, untrusted)) > 0 {
+		var disguised []scan.Text
+		for _, u := range untrusted {
+			for _, form := range scan.Deobfuscate(u.Text) {
+				disguised = append(disguised, scan.Text{Where: u.Where, Text: form})
+			}
+		}
+		if len(b.patterns.Match(all)) > 0 || len(scan.Decode(all)) > 0 || len(b.patterns.Match(disguised)) > 0 ||
+			len(scan.Provenance(args, trusted, untrusted)) > 0 {
 			if out == schema.Allow {
 				out = schema.Escalate
 			}
