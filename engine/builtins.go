@@ -78,40 +78,13 @@ func builtinTexts(_ rego.BuiltinContext, in *ast.Term) (*ast.Term, error) {
 		return nil, fmt.Errorf("toolgate.texts: input must be an object")
 	}
 	args := []*ast.Term{}
-	if v, ok := getPath(obj, "action", "arguments").(ast.Object); ok {
-		for _, k := range v.Keys() {
-			key, ok := k.Value.(ast.String)
-			if !ok {
-				continue
-			}
-			n := len(args)
-			collectStrings(v.Get(k).Value, "action.arguments."+string(key), "arguments", &args)
-			for i := n; i < len(args); i++ { // each text knows its top-level argument
-				args[i] = withKey(args[i], key)
-			}
-		}
+	for _, a := range argumentTexts(obj) {
+		args = append(args, withKey(textTerm(a.where, a.text, "arguments"), a.key))
 	}
-	untrusted := []*ast.Term{}
-	trusted := []*ast.Term{}
-	if intent, ok := getPath(obj, "context", "user_intent").(ast.String); ok && intent != "" {
-		trusted = append(trusted, ast.NewTerm(intent))
-	}
-	if blocks, ok := getPath(obj, "context", "blocks").(*ast.Array); ok {
-		for i := 0; i < blocks.Len(); i++ {
-			b, ok := blocks.Elem(i).Value.(ast.Object)
-			if !ok {
-				continue
-			}
-			content, ok := getPath(b, "content").(ast.String)
-			if !ok || content == "" {
-				continue
-			}
-			if trust, _ := getPath(b, "trust").(ast.String); trust == "untrusted" {
-				untrusted = append(untrusted, textTerm("context.blocks["+strconv.Itoa(i)+"].content", string(content), "context"))
-			} else {
-				trusted = append(trusted, ast.NewTerm(content))
-			}
-		}
+	untrustedTexts, trusted := contextTexts(obj)
+	untrusted := make([]*ast.Term, len(untrustedTexts))
+	for i, u := range untrustedTexts {
+		untrusted[i] = textTerm(u.Where, u.Text, "context")
 	}
 	return ast.ObjectTerm(
 		ast.Item(keyTerm("arguments"), ast.ArrayTerm(args...)),
@@ -134,23 +107,79 @@ func textTerm(where, text, scope string) *ast.Term {
 	)
 }
 
-// collectStrings walks v depth first, in key order, adding every string with
-// its path (a.b[2].c).
-func collectStrings(v ast.Value, path, scope string, out *[]*ast.Term) {
+// argText is one string of the action's arguments: its path, the text and
+// the top-level argument it sits under.
+type argText struct {
+	where, text string
+	key         ast.String
+}
+
+// argumentTexts collects every string of input.action.arguments, depth
+// first in key order, with its path (action.arguments.a.b[2].c).
+func argumentTexts(obj ast.Object) []argText {
+	var args []argText
+	v, ok := getPath(obj, "action", "arguments").(ast.Object)
+	if !ok {
+		return nil
+	}
+	for _, k := range v.Keys() {
+		key, ok := k.Value.(ast.String)
+		if !ok {
+			continue
+		}
+		walkStrings(v.Get(k).Value, "action.arguments."+string(key), func(where, text string) {
+			args = append(args, argText{where, text, key})
+		})
+	}
+	return args
+}
+
+// contextTexts splits the context: the untrusted blocks' contents, with
+// their paths, and the trusted text (the user's intent and trusted blocks).
+func contextTexts(obj ast.Object) (untrusted []scan.Text, trusted []*ast.Term) {
+	trusted = []*ast.Term{}
+	if intent, ok := getPath(obj, "context", "user_intent").(ast.String); ok && intent != "" {
+		trusted = append(trusted, ast.NewTerm(intent))
+	}
+	blocks, ok := getPath(obj, "context", "blocks").(*ast.Array)
+	if !ok {
+		return nil, trusted
+	}
+	for i := 0; i < blocks.Len(); i++ {
+		b, ok := blocks.Elem(i).Value.(ast.Object)
+		if !ok {
+			continue
+		}
+		content, ok := getPath(b, "content").(ast.String)
+		if !ok || content == "" {
+			continue
+		}
+		if trust, _ := getPath(b, "trust").(ast.String); trust == "untrusted" {
+			untrusted = append(untrusted, scan.Text{Where: "context.blocks[" + strconv.Itoa(i) + "].content", Text: string(content)})
+		} else {
+			trusted = append(trusted, ast.NewTerm(content))
+		}
+	}
+	return untrusted, trusted
+}
+
+// walkStrings visits every string in v depth first, in key order, with its
+// path (a.b[2].c).
+func walkStrings(v ast.Value, path string, visit func(where, text string)) {
 	switch x := v.(type) {
 	case ast.String:
-		*out = append(*out, textTerm(path, string(x), scope))
+		visit(path, string(x))
 	case ast.Object:
 		for _, k := range x.Keys() {
 			key := k.Value.String()
 			if s, ok := k.Value.(ast.String); ok {
 				key = string(s)
 			}
-			collectStrings(x.Get(k).Value, path+"."+key, scope, out)
+			walkStrings(x.Get(k).Value, path+"."+key, visit)
 		}
 	case *ast.Array:
 		for i := 0; i < x.Len(); i++ {
-			collectStrings(x.Elem(i).Value, path+"["+strconv.Itoa(i)+"]", scope, out)
+			walkStrings(x.Elem(i).Value, path+"["+strconv.Itoa(i)+"]", visit)
 		}
 	}
 }

@@ -53,11 +53,6 @@ func init() {
 }
 
 // argText is one string argument: its input path, text and top-level key.
-type argText struct {
-	where, text string
-	key         ast.String
-}
-
 func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, error) {
 	obj, ok := in.Value.(ast.Object)
 	if !ok {
@@ -99,40 +94,8 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	}
 
 	// The texts, as toolgate.texts collects them.
-	var args []argText
-	if v, ok := getPath(obj, "action", "arguments").(ast.Object); ok {
-		for _, k := range v.Keys() {
-			key, ok := k.Value.(ast.String)
-			if !ok {
-				continue
-			}
-			walkStrings(v.Get(k).Value, "action.arguments."+string(key), func(where, text string) {
-				args = append(args, argText{where, text, key})
-			})
-		}
-	}
-	var untrusted []scan.Text
-	trustedTerms := []*ast.Term{}
-	if intent, ok := getPath(obj, "context", "user_intent").(ast.String); ok && intent != "" {
-		trustedTerms = append(trustedTerms, ast.NewTerm(intent))
-	}
-	if blocks, ok := getPath(obj, "context", "blocks").(*ast.Array); ok {
-		for i := 0; i < blocks.Len(); i++ {
-			b, ok := blocks.Elem(i).Value.(ast.Object)
-			if !ok {
-				continue
-			}
-			content, ok := getPath(b, "content").(ast.String)
-			if !ok || content == "" {
-				continue
-			}
-			if trust, _ := getPath(b, "trust").(ast.String); trust == "untrusted" {
-				untrusted = append(untrusted, scan.Text{Where: fmt.Sprintf("context.blocks[%d].content", i), Text: string(content)})
-			} else {
-				trustedTerms = append(trustedTerms, ast.NewTerm(content))
-			}
-		}
-	}
+	args := argumentTexts(obj)
+	untrusted, trustedTerms := contextTexts(obj)
 	argTerms := make([]*ast.Term, len(args))
 	controlTerms := []*ast.Term{}
 	for i, a := range args {
@@ -242,27 +205,6 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		ast.Item(keyTerm("decoded_hits"), decodedHits),
 		ast.Item(keyTerm("injection_hits"), injectionHits),
 	), nil
-}
-
-// walkStrings visits every string in v depth first, in key order, with its
-// path (a.b[2].c), as collectStrings does.
-func walkStrings(v ast.Value, path string, visit func(where, text string)) {
-	switch x := v.(type) {
-	case ast.String:
-		visit(path, string(x))
-	case ast.Object:
-		for _, k := range x.Keys() {
-			key := k.Value.String()
-			if s, ok := k.Value.(ast.String); ok {
-				key = string(s)
-			}
-			walkStrings(x.Get(k).Value, path+"."+key, visit)
-		}
-	case *ast.Array:
-		for i := 0; i < x.Len(); i++ {
-			walkStrings(x.Elem(i).Value, fmt.Sprintf("%s[%d]", path, i), visit)
-		}
-	}
 }
 
 func valueOf(obj ast.Object, key string) ast.Value {
