@@ -141,7 +141,8 @@ func VerifyWith(ctx context.Context, db *sql.DB, v signature.Verifier, opts Veri
 		return Report{}, err
 	}
 	if badRow != nil {
-		walkFail = classifyMismatch(ctx, tx, badRow, max(maxSeq, maxCP)+1)
+		// An unsigned checkpoint could name any size: bound the search.
+		walkFail = classifyMismatch(ctx, tx, badRow, min(max(maxSeq, maxCP)+1, maxSeq+maxReorderSearch))
 	}
 	// At the same seq, what the walk found (a link broken by a recomputed
 	// hash) says more than the bad signature that goes with it.
@@ -226,6 +227,10 @@ func joinColumns() string {
 	return b.String()
 }
 
+// maxReorderSearch bounds how far past the last entry classifyMismatch looks
+// for an entry's original position.
+const maxReorderSearch = 1 << 20
+
 // classifyMismatch names what happened to an entry whose content does not
 // match its stored hash: if the content matches its hash at another position
 // it was moved (reordered, or renumbered after a deletion); otherwise it was
@@ -239,6 +244,9 @@ func classifyMismatch(ctx context.Context, tx *sql.Tx, r *row, limit int64) *fai
 	for o := int64(1); o <= limit; o++ {
 		if o == r.seq {
 			continue
+		}
+		if o%4096 == 0 && ctx.Err() != nil {
+			return edited
 		}
 		h := sha256.New()
 		if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(state); err != nil {
