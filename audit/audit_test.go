@@ -85,6 +85,9 @@ type tamper struct {
 	do       func(t *testing.T, db *sql.DB)
 	kind     string
 	firstBad int64
+	// anchoredMisses: a signature replaced on an entry a checkpoint vouches
+	// for is not looked at by an anchored verification.
+	anchoredMisses bool
 }
 
 func sqlExec(t *testing.T, db *sql.DB, q string, args ...any) {
@@ -142,57 +145,57 @@ func TestTampering(t *testing.T) {
 	tests := []tamper{
 		{"edit a decision", func(t *testing.T, db *sql.DB) {
 			sqlExec(t, db, `UPDATE audit_entries SET decision = 'allow' WHERE seq = 6`)
-		}, KindEdited, 6},
+		}, KindEdited, 6, false},
 		{"edit the request", func(t *testing.T, db *sql.DB) {
 			sqlExec(t, db, `UPDATE audit_entries SET request_json = replace(request_json, 'echo', 'rm -rf') WHERE seq = 2`)
-		}, KindEdited, 2},
+		}, KindEdited, 2, false},
 		{"edit and recompute the hash", func(t *testing.T, db *sql.DB) {
 			rewrite(t, db, 5, 5, nil, func(r *row) { r.decision = "escalate" })
-		}, KindEdited, 5}, // entry 6 still links to the old hash
+		}, KindEdited, 5, false}, // entry 6 still links to the old hash
 		{"edit, recompute the hash and relink the rest", func(t *testing.T, db *sql.DB) {
 			rewrite(t, db, 5, 10, nil, func(r *row) { r.decision = "escalate" })
-		}, KindBadSignature, 5}, // without the key, that is all an edit can look like
+		}, KindBadSignature, 5, false}, // without the key, that is all an edit can look like
 		{"edit the last entry and recompute its hash", func(t *testing.T, db *sql.DB) {
 			rewrite(t, db, 10, 10, nil, func(r *row) { r.decision = "escalate" })
-		}, KindEdited, 10}, // the closing checkpoint names the old head
+		}, KindEdited, 10, false}, // the closing checkpoint names the old head
 		{"delete a row", func(t *testing.T, db *sql.DB) {
 			sqlExec(t, db, `DELETE FROM audit_entries WHERE seq = 5`)
-		}, KindDeleted, 5},
+		}, KindDeleted, 5, false},
 		{"delete the first row", func(t *testing.T, db *sql.DB) {
 			sqlExec(t, db, `DELETE FROM audit_entries WHERE seq = 1`)
-		}, KindDeleted, 1},
+		}, KindDeleted, 1, false},
 		{"delete a row and renumber", func(t *testing.T, db *sql.DB) {
 			sqlExec(t, db, `DELETE FROM audit_entries WHERE seq = 5`)
 			sqlExec(t, db, `UPDATE audit_entries SET seq = seq - 1 WHERE seq > 5`)
-		}, KindDeleted, 5},
+		}, KindDeleted, 5, false},
 		{"swap two rows", func(t *testing.T, db *sql.DB) {
 			sqlExec(t, db, `UPDATE audit_entries SET seq = -1 WHERE seq = 3`)
 			sqlExec(t, db, `UPDATE audit_entries SET seq = 3 WHERE seq = 7`)
 			sqlExec(t, db, `UPDATE audit_entries SET seq = 7 WHERE seq = -1`)
-		}, KindReordered, 3},
+		}, KindReordered, 3, false},
 		{"swap the first two rows", func(t *testing.T, db *sql.DB) {
 			sqlExec(t, db, `UPDATE audit_entries SET seq = -1 WHERE seq = 1`)
 			sqlExec(t, db, `UPDATE audit_entries SET seq = 1 WHERE seq = 2`)
 			sqlExec(t, db, `UPDATE audit_entries SET seq = 2 WHERE seq = -1`)
-		}, KindReordered, 1},
+		}, KindReordered, 1, false},
 		{"drop the tail", func(t *testing.T, db *sql.DB) {
 			sqlExec(t, db, `DELETE FROM audit_entries WHERE seq > 7`)
-		}, KindTruncated, 8},
+		}, KindTruncated, 8, false},
 		{"drop the last entry", func(t *testing.T, db *sql.DB) {
 			sqlExec(t, db, `DELETE FROM audit_entries WHERE seq = 10`)
-		}, KindTruncated, 10},
+		}, KindTruncated, 10, false},
 		{"replace a signature", func(t *testing.T, db *sql.DB) {
 			sqlExec(t, db, `UPDATE audit_entries SET signature = (SELECT signature FROM audit_entries WHERE seq = 7) WHERE seq = 6`)
-		}, KindBadSignature, 6},
+		}, KindBadSignature, 6, true},
 		{"remove a signature", func(t *testing.T, db *sql.DB) {
 			sqlExec(t, db, `UPDATE audit_entries SET signature = NULL WHERE seq = 9`)
-		}, KindBadSignature, 9},
+		}, KindBadSignature, 9, true},
 		{"re-sign with another key", func(t *testing.T, db *sql.DB) {
 			rewrite(t, db, 3, 10, other, func(r *row) { r.decision = "escalate" })
-		}, KindBadSignature, 3},
+		}, KindBadSignature, 3, false},
 		{"forge a checkpoint", func(t *testing.T, db *sql.DB) {
 			sqlExec(t, db, `UPDATE audit_checkpoints SET size = 3 WHERE size = 4`)
-		}, KindBadSignature, 3},
+		}, KindBadSignature, 3, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,6 +212,17 @@ func TestTampering(t *testing.T) {
 			}
 			if rep.Detail == "" {
 				t.Fatal("no detail")
+			}
+			rep, err := VerifyWith(context.Background(), db, v, VerifyOptions{Anchored: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.anchoredMisses {
+				if !rep.OK || !rep.Anchored {
+					t.Fatalf("anchored report %+v: the checkpoint should have vouched", rep)
+				}
+			} else if rep.OK || rep.Kind != tt.kind || rep.FirstBad != tt.firstBad {
+				t.Fatalf("anchored report %+v, want %q at %d", rep, tt.kind, tt.firstBad)
 			}
 		})
 	}

@@ -250,14 +250,8 @@ func fromColumns(cols []any) (row, error) {
 	}
 	var errs []error
 	i64 := func(i int) int64 {
-		switch v := cols[i].(type) {
-		case int64:
+		if v, ok := cols[i].(int64); ok {
 			return v
-		case []byte:
-			if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
-				errs = append(errs, fmt.Errorf("column %s: integer stored as text", entryColumns[i]))
-				return n
-			}
 		}
 		errs = append(errs, fmt.Errorf("column %s: not an integer (%T)", entryColumns[i], cols[i]))
 		return 0

@@ -126,6 +126,8 @@ func TestAuditUsage(t *testing.T) {
 		{[]string{"audit", "verify", "--db", dbPath}, exitUsage},
 		{[]string{"audit", "verify", "--db", dbPath, "--pubkey", filepath.Join(keys, "missing.pub")}, exitUsage},
 		{[]string{"audit", "verify", "--db", dbPath, "--unsigned"}, exitOK},
+		{[]string{"audit", "verify", "--db", dbPath, "--pubkey", filepath.Join(keys, "toolgate.pub"), "--signatures", "anchored"}, exitOK},
+		{[]string{"audit", "verify", "--db", dbPath, "--unsigned", "--signatures", "some"}, exitUsage},
 		{[]string{"audit", "verify", "--db", filepath.Join(t.TempDir(), "none.db"), "--unsigned"}, exitError},
 		{[]string{"audit", "query", "--db", dbPath, "--since", "yesterday"}, exitUsage},
 		{[]string{"audit", "query", "--db", dbPath, "--decision", "maybe"}, exitUsage},
