@@ -46,6 +46,15 @@ type lexer struct {
 
 const maxTokens = 8192
 
+// escaped consumes an escape character (PowerShell's backtick, cmd's caret)
+// and writes the byte it escapes; an escaped newline is a line continuation.
+func (l *lexer) escaped(b *strings.Builder) {
+	if nx := l.peek(1); nx != 0 && nx != '\n' {
+		b.WriteByte(nx)
+	}
+	l.i += 2
+}
+
 func (l *lexer) peek(k int) byte {
 	if l.i+k < len(l.src) {
 		return l.src[l.i+k]
@@ -259,10 +268,7 @@ func (l *lexer) readWord() (string, bool, bool) {
 			switch c {
 			case '`':
 				quoted, had = true, true
-				if nx := l.peek(1); nx != 0 && nx != '\n' {
-					b.WriteByte(nx)
-				}
-				l.i += 2
+				l.escaped(&b)
 				continue
 			case '\'':
 				quoted, had = true, true
@@ -296,10 +302,7 @@ func (l *lexer) readWord() (string, bool, bool) {
 			switch c {
 			case '^':
 				quoted, had = true, true
-				if nx := l.peek(1); nx != 0 && nx != '\n' {
-					b.WriteByte(nx)
-				}
-				l.i += 2
+				l.escaped(&b)
 				continue
 			case '"':
 				quoted, had = true, true
