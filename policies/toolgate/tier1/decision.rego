@@ -26,8 +26,13 @@ decision := {
 
 outcomes := {r.decision | some r in reasons}
 
-# outcome: the first outcome in precedence order that some reason asks for.
-outcome := [o | some o in config.precedence; o in outcomes][0]
+# outcome: the first outcome in precedence order that some reason asks for
+# (most decisions have reasons of one outcome only: that one, if listed).
+outcome := o if {
+	count(outcomes) == 1
+	some o in outcomes
+	o in config.precedence
+} else := [o | some o in config.precedence; o in outcomes][0]
 
 # reason builds one reason object. The default rules write the object out in
 # their heads instead ({"code", "rule", "message", "where", "decision"}): a

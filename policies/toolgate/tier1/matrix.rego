@@ -5,29 +5,21 @@ package toolgate.tier1
 
 import rego.v1
 
-trust_levels := ["untrusted", "supervised", "autonomous", "trusted"]
+trust_rank := {"untrusted": 0, "supervised": 1, "autonomous": 2, "trusted": 3}
 
-trust_index := {"untrusted": 0, "supervised": 1, "autonomous": 2, "trusted": 3}
-
-requested_trust := input.agent.trust_level
-
-registered_trust := input.facts.agent.trust_level if input.facts.agent.registered
-
-trust := trust_levels[min({trust_index[requested_trust], trust_index[registered_trust]})] if {
-	requested_trust
-	registered_trust
-} else := registered_trust if {
-	registered_trust
-} else := requested_trust if {
-	requested_trust
+trust := ["untrusted", "supervised", "autonomous", "trusted"][min({trust_rank[requested], trust_rank[registered]})] if {
+	input.facts.agent.registered
+	registered := input.facts.agent.trust_level
+	requested := input.agent.trust_level
+} else := registered if {
+	input.facts.agent.registered
+	registered := input.facts.agent.trust_level
+} else := input.agent.trust_level if {
+	input.agent.trust_level
 } else := "untrusted"
-
-matrix_outcome := config.matrix[trust][risk]
 
 # MATRIX-001 (untrusted × low) .. MATRIX-016 (trusted × critical), row by row
 # (a table rather than arithmetic and sprintf on every decision).
-matrix_code := matrix_codes[trust][risk]
-
 matrix_codes := {
 	"untrusted": {"low": "MATRIX-001", "medium": "MATRIX-002", "high": "MATRIX-003", "critical": "MATRIX-004"},
 	"supervised": {"low": "MATRIX-005", "medium": "MATRIX-006", "high": "MATRIX-007", "critical": "MATRIX-008"},
@@ -35,6 +27,7 @@ matrix_codes := {
 	"trusted": {"low": "MATRIX-013", "medium": "MATRIX-014", "high": "MATRIX-015", "critical": "MATRIX-016"},
 }
 
-reasons contains {"code": matrix_code, "rule": "trust_risk_matrix", "message": sprintf("%s agent, %s-risk tool: %s", [trust, risk, matrix_outcome]), "where": "agent.trust_level", "decision": matrix_outcome} if {
-	known_tool
+reasons contains {"code": matrix_codes[trust][t.risk], "rule": "trust_risk_matrix", "message": sprintf("%s agent, %s-risk tool: %s", [trust, t.risk, outcome_]), "where": "agent.trust_level", "decision": outcome_} if {
+	t := tool
+	outcome_ := config.matrix[trust][t.risk]
 }

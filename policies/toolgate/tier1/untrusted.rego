@@ -20,24 +20,24 @@ import rego.v1
 # untrusted blocks, scope "context"; the trusted text: user, system, intent),
 # the danger hits (danger.rego), and, when untrusted text is in view, the
 # pattern, encoding and injection hits over the arguments and untrusted blocks.
+# The danger options (see danger.rego) are written out here rather than as
+# rules of their own: constants in the call cost nothing per decision.
 facts := toolgate.inspect(input, {
 	"category": category,
 	"patterns": patterns,
-	"danger": danger_rules,
+	"danger": data.toolgate.danger.rules,
 	"payload_keys": config.payload_keys,
 	"path_key_parts": config.path_key_parts,
-	"command_categories": command_categories,
-	"path_scopes": path_scopes,
-	"outbound_categories": outbound_categories,
+	"command_categories": {"shell", "code"},
+	"path_scopes": {"read": "read_path", "search": "read_path", "write": "write_path", "vcs": "write_path", "delete": "delete_path"},
+	"outbound_categories": {"network", "exfil", "communication"},
 })
 
-texts := facts.texts
-
-has_untrusted if count(texts.untrusted) > 0
+has_untrusted if count(facts.texts.untrusted) > 0
 
 scrutinized if risk in config.scrutinized_risks
 
-scrutinized if action_type in config.additional_high_risk_tools
+scrutinized if input.action.type in config.additional_high_risk_tools
 
 injection_concern if {
 	scrutinized
@@ -59,30 +59,21 @@ custom_patterns := [p |
 	}
 ]
 
-pattern_hits := facts.pattern_hits
-
-encoded := facts.encoded
-
-# decoded_hits: the patterns over what encoded content decodes to.
-decoded_hits := facts.decoded_hits
-
 # Provenance looks at control arguments only (recipients, URLs, accounts,
 # paths, commands): copying data from a tool's output into a message body is
 # what agents are for; taking a destination from it is what injections do.
-# (control_arguments: the argument texts whose key is not in config.payload_keys.)
-control_arguments := facts.control_arguments
+# (facts.control_arguments: the argument texts whose key is not in
+# config.payload_keys.)
+provenance := toolgate.provenance(facts.control_arguments, facts.texts.trusted, facts.texts.untrusted)
 
-provenance := toolgate.provenance(control_arguments, texts.trusted, texts.untrusted)
-
-# injection_in_context: injection language (patterns of class "injection")
+# facts.injection_hits: injection language (patterns of class "injection")
 # in the untrusted blocks, or in what they decode to.
-injection_hits := facts.injection_hits
 
 # Disguised injection language: the injection rules also run over the
 # untrusted text with spaced-out letters joined and leetspeak read as
 # letters ("i g n o r e  a l l  p r e v i o u s", "1gn0r3 pr3v10us"). Only
 # what the plain text did not already show counts here.
-deobfuscated := toolgate.deobfuscate(texts.untrusted)
+deobfuscated := toolgate.deobfuscate(facts.texts.untrusted)
 
 deobfuscated_hits contains m if {
 	has_untrusted
@@ -94,18 +85,18 @@ deobfuscated_hits contains m if {
 }
 
 plain_hit(m) if {
-	some h in injection_hits
+	some h in facts.injection_hits
 	h.code == m.code
 	h.where == m.where
 }
 
-injection_in_context if count(injection_hits) > 0
+injection_in_context if count(facts.injection_hits) > 0
 
 injection_in_context if count(deobfuscated_hits) > 0
 
-suspicious if count(pattern_hits) > 0
+suspicious if count(facts.pattern_hits) > 0
 
-suspicious if count(encoded) > 0
+suspicious if count(facts.encoded) > 0
 
 suspicious if count(deobfuscated_hits) > 0
 
@@ -114,13 +105,13 @@ suspicious if count(provenance) > 0
 # Every rule below needs untrusted text, so a context block: each names
 # input.context.blocks[0] first, and OPA's rule index skips them all when the
 # request has no context (blocks are objects, so the line is true otherwise).
-reasons contains {"code": "UNTRUSTED-001", "rule": "untrusted_context", "message": sprintf("%s-risk tool %q with untrusted context and suspicious content", [risk, action_type]), "where": "context.blocks", "decision": "escalate"} if {
+reasons contains {"code": "UNTRUSTED-001", "rule": "untrusted_context", "message": sprintf("%s-risk tool %q with untrusted context and suspicious content", [risk, input.action.type]), "where": "context.blocks", "decision": "escalate"} if {
 	input.context.blocks[0]
 	injection_concern
 	suspicious
 }
 
-reasons contains {"code": "UNTRUSTED-002", "rule": "untrusted_context", "message": sprintf("untrusted context in view, but %q is a %s-risk tool", [action_type, risk]), "where": "context.blocks", "decision": "allow"} if {
+reasons contains {"code": "UNTRUSTED-002", "rule": "untrusted_context", "message": sprintf("untrusted context in view, but %q is a %s-risk tool", [input.action.type, risk]), "where": "context.blocks", "decision": "allow"} if {
 	input.context.blocks[0]
 	known_tool
 	has_untrusted
@@ -128,7 +119,7 @@ reasons contains {"code": "UNTRUSTED-002", "rule": "untrusted_context", "message
 	not injection_in_context
 }
 
-reasons contains {"code": "UNTRUSTED-004", "rule": "untrusted_context", "message": sprintf("the untrusted context carries injection language; %q may be following it", [action_type]), "where": "context.blocks", "decision": "escalate"} if {
+reasons contains {"code": "UNTRUSTED-004", "rule": "untrusted_context", "message": sprintf("the untrusted context carries injection language; %q may be following it", [input.action.type]), "where": "context.blocks", "decision": "escalate"} if {
 	input.context.blocks[0]
 	known_tool
 	not scrutinized
@@ -138,7 +129,7 @@ reasons contains {"code": "UNTRUSTED-004", "rule": "untrusted_context", "message
 reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s", [m.message, m.where]), "where": m.where, "decision": "escalate"} if {
 	input.context.blocks[0]
 	not injection_concern
-	some m in injection_hits
+	some m in facts.injection_hits
 }
 
 reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s, once de-obfuscated", [m.message, m.where]), "where": m.where, "decision": "escalate"} if {
@@ -146,7 +137,7 @@ reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s, 
 	some m in deobfuscated_hits
 }
 
-reasons contains {"code": "UNTRUSTED-003", "rule": "untrusted_context", "message": sprintf("untrusted context in view; nothing suspicious found for %s-risk tool %q", [risk, action_type]), "where": "context.blocks", "decision": "allow"} if {
+reasons contains {"code": "UNTRUSTED-003", "rule": "untrusted_context", "message": sprintf("untrusted context in view; nothing suspicious found for %s-risk tool %q", [risk, input.action.type]), "where": "context.blocks", "decision": "allow"} if {
 	input.context.blocks[0]
 	known_tool
 	injection_concern
@@ -156,19 +147,19 @@ reasons contains {"code": "UNTRUSTED-003", "rule": "untrusted_context", "message
 reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s", [m.message, m.where]), "where": m.where, "decision": "escalate"} if {
 	input.context.blocks[0]
 	injection_concern
-	some m in pattern_hits
+	some m in facts.pattern_hits
 }
 
 reasons contains {"code": f.code, "rule": "encoded_content", "message": f.message, "where": f.where, "decision": "escalate"} if {
 	input.context.blocks[0]
 	injection_concern
-	some f in encoded
+	some f in facts.encoded
 }
 
 reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s, once decoded", [m.message, m.where]), "where": m.where, "decision": "escalate"} if {
 	input.context.blocks[0]
 	injection_concern
-	some m in decoded_hits
+	some m in facts.decoded_hits
 }
 
 provenance_codes := {
