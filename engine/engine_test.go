@@ -1,14 +1,18 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
 
 	"github.com/toolgate/toolgate/schema"
@@ -269,5 +273,46 @@ func TestReasonOrderAndBudgetFlag(t *testing.T) {
 	d, _ = e.Evaluate(context.Background(), mustRequest(t, request("trusted", "calculate", `{}`)), nil)
 	if d.BudgetExceeded {
 		t.Fatal("budget_exceeded without a budget reason")
+	}
+}
+
+// TestFactsValueMatchesJSON: the facts' direct AST conversion is the value
+// the JSON encoding of the struct would give, field for field.
+func TestFactsValueMatchesJSON(t *testing.T) {
+	lvl := schema.LevelAutonomous
+	cases := map[string]*schema.Facts{
+		"empty":   {},
+		"minimal": {Agent: &schema.AgentFacts{}, Conversation: &schema.ConversationFacts{}, Budget: &schema.BudgetFacts{}},
+		"full": {
+			Agent: &schema.AgentFacts{Registered: true, Revoked: true, TrustLevel: &lvl, AllowedTools: []string{"bash", "read_file"},
+				BlockedTools: []string{"send_email"}, TokenRequired: true, TokenValid: true},
+			Conversation: &schema.ConversationFacts{StepsApproved: 7, LastStep: 9, Fingerprint: "fp", Recent: []string{"a", "fp"}, Reserved: true},
+			Budget:       &schema.BudgetFacts{RequestsLastHour: 12, MaxRequestsPerHour: 100, CostTodayUSD: 0.1 + 0.2, MaxDailyCostUSD: 1e21},
+			NotApplied:   []string{"budget"},
+		},
+		"empty recent": {Conversation: &schema.ConversationFacts{Recent: []string{}}},
+		"tiny cost":    {Budget: &schema.BudgetFacts{CostTodayUSD: 5e-324}},
+	}
+	for name, f := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := factsValue(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := ast.ValueFromReader(bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Compare(want) != 0 {
+				t.Errorf("factsValue\n got %v\nwant %v", got, want)
+			}
+		})
+	}
+	if _, err := factsValue(&schema.Facts{Budget: &schema.BudgetFacts{CostTodayUSD: math.NaN()}}); err == nil {
+		t.Error("a NaN cost converted without an error")
 	}
 }

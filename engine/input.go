@@ -1,10 +1,11 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
@@ -75,27 +76,102 @@ func InputValue(req *schema.Request, facts *schema.Facts) (ast.Value, error) {
 var noFacts = ast.NewObject(ast.Item(keyTerm("not_applied"),
 	ast.ArrayTerm(ast.StringTerm("agent"), ast.StringTerm("conversation"), ast.StringTerm("budget"))))
 
-// factsValue converts facts; nil facts are {"not_applied": [...]}.
+// factsValue converts facts; nil facts are {"not_applied": [...]}. It
+// builds the AST directly, key for key as encoding/json would write the
+// struct (same names, same omitempty): the state facts are converted on every
+// decision, and a JSON round trip cost more than the policy's first rules.
+// TestFactsValueMatchesJSON holds the two in step.
 func factsValue(f *schema.Facts) (ast.Value, error) {
 	if f == nil {
 		return noFacts, nil
 	}
-	// Facts are small; the JSON round trip keeps one definition of their
-	// shape (the struct tags).
-	b, err := json.Marshal(f)
-	if err != nil {
-		return nil, fmt.Errorf("facts: %w", err)
+	var items [][2]*ast.Term
+	if a := f.Agent; a != nil {
+		agent := [][2]*ast.Term{ast.Item(keyTerm("registered"), ast.BooleanTerm(a.Registered))}
+		if a.Revoked {
+			agent = append(agent, ast.Item(keyTerm("revoked"), ast.BooleanTerm(true)))
+		}
+		if a.TrustLevel != nil {
+			agent = append(agent, ast.Item(keyTerm("trust_level"), ast.StringTerm(a.TrustLevel.String())))
+		}
+		if len(a.AllowedTools) > 0 {
+			agent = append(agent, ast.Item(keyTerm("allowed_tools"), stringsTerm(a.AllowedTools)))
+		}
+		if len(a.BlockedTools) > 0 {
+			agent = append(agent, ast.Item(keyTerm("blocked_tools"), stringsTerm(a.BlockedTools)))
+		}
+		if a.TokenRequired {
+			agent = append(agent, ast.Item(keyTerm("token_required"), ast.BooleanTerm(true)))
+		}
+		if a.TokenValid {
+			agent = append(agent, ast.Item(keyTerm("token_valid"), ast.BooleanTerm(true)))
+		}
+		items = append(items, ast.Item(keyTerm("agent"), ast.ObjectTerm(agent...)))
 	}
-	v, err := ast.ValueFromReader(bytesReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("facts: %w", err)
+	if c := f.Conversation; c != nil {
+		conv := [][2]*ast.Term{
+			ast.Item(keyTerm("steps_approved"), ast.IntNumberTerm(c.StepsApproved)),
+			ast.Item(keyTerm("last_step"), ast.IntNumberTerm(c.LastStep)),
+			ast.Item(keyTerm("fingerprint"), ast.StringTerm(c.Fingerprint)),
+			ast.Item(keyTerm("recent"), nullableStrings(c.Recent)),
+		}
+		if c.Reserved {
+			conv = append(conv, ast.Item(keyTerm("reserved"), ast.BooleanTerm(true)))
+		}
+		items = append(items, ast.Item(keyTerm("conversation"), ast.ObjectTerm(conv...)))
 	}
-	return v, nil
+	if b := f.Budget; b != nil {
+		budget := [][2]*ast.Term{ast.Item(keyTerm("requests_last_hour"), ast.IntNumberTerm(b.RequestsLastHour))}
+		if b.MaxRequestsPerHour != 0 {
+			budget = append(budget, ast.Item(keyTerm("max_requests_per_hour"), ast.IntNumberTerm(b.MaxRequestsPerHour)))
+		}
+		cost, err := floatTerm(b.CostTodayUSD)
+		if err != nil {
+			return nil, fmt.Errorf("facts: budget.cost_today_usd: %w", err)
+		}
+		budget = append(budget, ast.Item(keyTerm("cost_today_usd"), cost))
+		if b.MaxDailyCostUSD != 0 {
+			max, err := floatTerm(b.MaxDailyCostUSD)
+			if err != nil {
+				return nil, fmt.Errorf("facts: budget.max_daily_cost_usd: %w", err)
+			}
+			budget = append(budget, ast.Item(keyTerm("max_daily_cost_usd"), max))
+		}
+		items = append(items, ast.Item(keyTerm("budget"), ast.ObjectTerm(budget...)))
+	}
+	if len(f.NotApplied) > 0 {
+		items = append(items, ast.Item(keyTerm("not_applied"), stringsTerm(f.NotApplied)))
+	}
+	return ast.NewObject(items...), nil
+}
+
+func stringsTerm(ss []string) *ast.Term {
+	ts := make([]*ast.Term, len(ss))
+	for i, s := range ss {
+		ts[i] = ast.StringTerm(s)
+	}
+	return ast.ArrayTerm(ts...)
+}
+
+// nullableStrings is a slice as encoding/json writes one without omitempty:
+// null when nil.
+func nullableStrings(ss []string) *ast.Term {
+	if ss == nil {
+		return ast.NullTerm()
+	}
+	return stringsTerm(ss)
+}
+
+// floatTerm is f as a number; NaN and infinities, which JSON cannot carry,
+// are an error as they were for encoding/json.
+func floatTerm(f float64) (*ast.Term, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, fmt.Errorf("%v is not a number JSON can carry", f)
+	}
+	return ast.NumberTerm(json.Number(strconv.FormatFloat(f, 'g', -1, 64))), nil
 }
 
 func slicesSort(s []string) { slices.Sort(s) }
-
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
 
 // keys are prebuilt terms for the object keys (and fixed values) the engine
 // and its builtins use on every evaluation: terms are immutable once built,
@@ -103,7 +179,7 @@ func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
 var keys = func() map[string]*ast.Term {
 	m := map[string]*ast.Term{}
 	for _, k := range []string{
-		"action", "agent", "arguments", "block", "blocks", "category", "class", "code", "command_categories",
+		"action", "agent", "allowed_tools", "arguments", "blocked_tools", "budget", "conversation", "cost_today_usd", "fingerprint", "last_step", "max_daily_cost_usd", "max_requests_per_hour", "recent", "registered", "requests_last_hour", "reserved", "revoked", "steps_approved", "token_required", "token_valid", "block", "blocks", "category", "class", "code", "command_categories",
 		"content", "context", "control_arguments", "conversation_id", "cost_usd", "danger", "danger_hits",
 		"decision", "decoded", "decoded_hits", "encoded", "encodings", "excerpt", "facts", "id",
 		"injection_hits", "key", "kind", "message", "name", "not_applied", "outbound_categories",
