@@ -64,8 +64,14 @@ func newAC(patterns []string) *acMachine {
 	}
 
 	// The trie, as first-child / next-sibling lists.
-	first, next, own := []int32{-1}, []int32{-1}, [][]int32{nil}
-	label := []uint8{0}
+	size := 1
+	for _, p := range patterns {
+		size += len(p)
+	}
+	size = min(size, 1<<20) // a first guess; the slices grow past it if need be
+	first, next := make([]int32, 1, size), make([]int32, 1, size)
+	own, label := make([][]int32, 1, size), make([]uint8, 1, size)
+	first[0], next[0] = -1, -1
 	for id, p := range patterns {
 		m.patLen[id] = len(p)
 		if !usable(p) {
@@ -228,5 +234,77 @@ func (m *acMachine) report(s uint32, text string, i int, hit func(id, end int)) 
 	k := s - m.matchFrom
 	for _, id := range m.outIDs[m.outStart[k]:m.outStart[k+1]] {
 		hit(int(id), i+1)
+	}
+}
+
+// scanCompact reports the patterns found in compactText(text), as scan
+// would, without building the compacted copy; hits carry no offsets.
+func (m *acMachine) scanCompact(text string, hit func(id int)) {
+	if m == nil || m.npattern == 0 || m.matchFrom == uint32(m.nstate) {
+		return
+	}
+	if m.small != nil {
+		scanCompactDFA(m, m.small, text, hit)
+	} else {
+		scanCompactDFA(m, m.large, text, hit)
+	}
+}
+
+func scanCompactDFA[T uint16 | uint32](m *acMachine, delta []T, text string, hit func(id int)) {
+	nc := uint(m.nclass)
+	class := &m.class
+	from := T(m.matchFrom)
+	var s T
+	prevSpace := false // the last byte kept was white space
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if compactDrop[c] {
+			continue
+		}
+		s = delta[uint(s)*nc+uint(class[c])]
+		space := isSpaceByte(c)
+		if s >= from && !(space && prevSpace) {
+			k := uint32(s) - m.matchFrom
+			for _, id := range m.outIDs[m.outStart[k]:m.outStart[k+1]] {
+				hit(int(id))
+			}
+		}
+		prevSpace = space
+	}
+}
+
+// scanPair runs a.scan(text, hitA) and b.scanCompact(text, hitB) in one
+// pass, both automata stepping on each byte (their lookups overlap), when
+// both have 16-bit states; otherwise one after the other. Hits of a and b
+// interleave.
+func scanPair(a, b *acMachine, text string, hitA func(id, end int), hitB func(id int)) {
+	if a == nil || b == nil || a.small == nil || b.small == nil {
+		a.scan(text, hitA)
+		b.scanCompact(text, hitB)
+		return
+	}
+	na, nb := uint(a.nclass), uint(b.nclass)
+	da, db := a.small, b.small
+	fa, fb := uint16(min(a.matchFrom, 1<<16-1)), uint16(min(b.matchFrom, 1<<16-1))
+	var sa, sb uint16
+	prevSpace := false // the last byte b kept was white space
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		sa = da[uint(sa)*na+uint(a.class[c])]
+		if sa >= fa && a.npattern > 0 {
+			a.report(uint32(sa), text, i, hitA)
+		}
+		if compactDrop[c] {
+			continue
+		}
+		sb = db[uint(sb)*nb+uint(b.class[c])]
+		space := isSpaceByte(c)
+		if sb >= fb && b.npattern > 0 && !(space && prevSpace) {
+			k := uint32(sb) - b.matchFrom
+			for _, id := range b.outIDs[b.outStart[k]:b.outStart[k+1]] {
+				hitB(int(id))
+			}
+		}
+		prevSpace = space
 	}
 }

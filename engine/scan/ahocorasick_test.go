@@ -82,9 +82,44 @@ func TestACRandom(t *testing.T) {
 			pats[i] = lowerASCII(word(5)) // callers lower-case patterns
 		}
 		m, ref := newAC(pats), newRefAC(pats)
+		other := newAC(pats[len(pats)/2:])
 		for k := 0; k < 5; k++ {
-			checkAC(t, pats, m, ref, word(60))
+			text := word(60)
+			checkAC(t, pats, m, ref, text)
+			checkPair(t, m, other, text)
 		}
+	}
+}
+
+// checkPair: scanPair finds what scan and scanCompact find apart.
+func checkPair(t *testing.T, a, b *acMachine, text string) {
+	t.Helper()
+	var got, want []acHit
+	scanPair(a, b, text, func(id, end int) { got = append(got, acHit{id, end}) }, func(id int) { got = append(got, acHit{id, -1}) })
+	a.scan(text, func(id, end int) { want = append(want, acHit{id, end}) })
+	b.scanCompact(text, func(id int) { want = append(want, acHit{id, -1}) })
+	var wantCompact []acHit
+	b.scan(compactText(text), func(id, _ int) { wantCompact = append(wantCompact, acHit{id, -1}) })
+	cmp := func(x, y acHit) int {
+		if x.end != y.end {
+			return x.end - y.end
+		}
+		return x.id - y.id
+	}
+	slices.SortStableFunc(got, cmp)
+	slices.SortStableFunc(want, cmp)
+	if !slices.Equal(got, want) {
+		t.Fatalf("text %q: scanPair %v, apart %v", text, got, want)
+	}
+	var gotCompact []acHit
+	for _, h := range got {
+		if h.end < 0 {
+			gotCompact = append(gotCompact, h)
+		}
+	}
+	slices.SortStableFunc(wantCompact, cmp)
+	if !slices.Equal(gotCompact, wantCompact) {
+		t.Fatalf("text %q: compact hits %v, in compactText %v", text, gotCompact, wantCompact)
 	}
 }
 
