@@ -243,36 +243,89 @@ const maxCachedRuleSets = 64
 var ruleCacheSize int64
 var ruleCacheMu sync.Mutex
 
+// compiling holds the rule sets being compiled, by hash: `toolgate eval
+// --jsonl` and the server decide requests on several goroutines, which
+// all meet an empty cache at first; the first compiles and the others wait
+// for it instead of compiling the same rules again (each compile costs
+// tens of milliseconds and megabytes).
+var compiling = map[int][]*compileCall{}
+
+type compileCall struct {
+	rules ast.Value
+	done  chan struct{}
+	c     *compiledRules
+	err   error
+}
+
+func cachedRules(h int, rules ast.Value) *compiledRules {
+	v, ok := ruleCache.Load(h)
+	if !ok {
+		return nil
+	}
+	list := v.([]*compiledRules)
+	for _, c := range list { // the same data value on every evaluation: no deep compare
+		if c.rules == rules {
+			return c
+		}
+	}
+	for _, c := range list {
+		if c.rules.Compare(rules) == 0 {
+			return c
+		}
+	}
+	return nil
+}
+
 func compiledFor(rules ast.Value) (*compiledRules, error) {
 	h := rules.Hash()
-	if v, ok := ruleCache.Load(h); ok {
-		list := v.([]*compiledRules)
-		for _, c := range list { // the same data value on every evaluation: no deep compare
-			if c.rules == rules {
-				return c, nil
-			}
-		}
-		for _, c := range list {
-			if c.rules.Compare(rules) == 0 {
-				return c, nil
-			}
-		}
-	}
-	c, err := compileRules(rules)
-	if err != nil {
-		return nil, err
+	if c := cachedRules(h, rules); c != nil {
+		return c, nil
 	}
 	ruleCacheMu.Lock()
+	if c := cachedRules(h, rules); c != nil {
+		ruleCacheMu.Unlock()
+		return c, nil
+	}
+	for _, call := range compiling[h] {
+		if call.rules.Compare(rules) == 0 {
+			ruleCacheMu.Unlock()
+			<-call.done
+			return call.c, call.err
+		}
+	}
+	call := &compileCall{rules: rules, done: make(chan struct{})}
+	compiling[h] = append(compiling[h], call)
+	ruleCacheMu.Unlock()
+
+	call.c, call.err = compileRules(rules)
+
+	ruleCacheMu.Lock()
 	defer ruleCacheMu.Unlock()
+	defer close(call.done)
+	calls := compiling[h]
+	for i, x := range calls {
+		if x == call {
+			calls = append(calls[:i:i], calls[i+1:]...)
+			break
+		}
+	}
+	if len(calls) == 0 {
+		delete(compiling, h)
+	} else {
+		compiling[h] = calls
+	}
+	if call.err != nil {
+		return nil, call.err
+	}
 	if ruleCacheSize >= maxCachedRuleSets { // policies that build rules per request: start over
 		ruleCache.Clear()
 		ruleCacheSize = 0
 	}
 	prev, _ := ruleCache.Load(h)
 	list, _ := prev.([]*compiledRules)
-	ruleCache.Store(h, append(list, c))
+	ruleCache.Store(h, append(list, call.c))
 	ruleCacheSize++
-	return c, nil
+	return call.c, nil
 }
 
 func (c *compiledRules) forScope(scope string) *scan.RuleSet {

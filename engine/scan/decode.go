@@ -102,7 +102,18 @@ func (d *decoder) spans(s string, depth int) []span {
 			sp, ok = d.entities(s, i, depth)
 		case c == '\\':
 			sp, ok = d.escapes(s, i, depth)
-		case isB64(c) && (i == 0 || !isB64(s[i-1])):
+		case b64Table[c] && (i == 0 || !b64Table[s[i-1]]):
+			end := i + 1
+			for end < len(s) && b64Table[s[end]] {
+				end++
+			}
+			if end-i < minEncodedRun { // too short for run: skip it and its padding
+				for n := 0; n < 2 && end < len(s) && s[end] == '='; n++ {
+					end++
+				}
+				i = end
+				continue
+			}
 			sp, ok = d.run(s, i, depth)
 		}
 		switch {
@@ -153,6 +164,14 @@ func substitute(s string, inner []span) string {
 }
 
 // --- base64, base32, hex runs ---
+
+// b64Table[c] is isB64(c).
+var b64Table = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = isB64(byte(c))
+	}
+	return t
+}()
 
 func isB64(c byte) bool {
 	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '-' || c == '_'

@@ -151,25 +151,18 @@ func joinSpaced(s string, min int) (string, bool) {
 func unleet(s string) (string, string, bool) {
 	var bi, bl []byte
 	for i := 0; i < len(s); {
-		if !isObfByte(s[i]) {
+		if leetClass[s[i]] == 0 {
 			i++
 			continue
 		}
-		j, letters, leet, other, hex := i, 0, 0, 0, true
-		for ; j < len(s) && isObfByte(s[j]); j++ {
-			c := s[j] | 0x20
-			switch {
-			case 'a' <= c && c <= 'z':
-				letters++
-				hex = hex && c <= 'f'
-			case leetLetter(s[j]) != 0:
-				leet++
-				hex = hex && s[j] <= '9'
-			default:
-				other++
-			}
+		// A word is read when it holds a look-alike digit and a letter
+		// past f (so not hex digits alone), no other digit, and is at
+		// least three characters long.
+		j, kinds := i, uint8(0)
+		for ; j < len(s) && leetClass[s[j]] != 0; j++ {
+			kinds |= leetClass[s[j]]
 		}
-		if letters > 0 && leet > 0 && other == 0 && !hex && j-i >= 3 {
+		if kinds&(leetNonHex|leetDigit|leetOther) == leetNonHex|leetDigit && j-i >= 3 {
 			if bi == nil {
 				bi, bl = []byte(s), []byte(s)
 			}
@@ -189,6 +182,32 @@ func unleet(s string) (string, string, bool) {
 	}
 	return string(bi), string(bl), true
 }
+
+// leetClass sorts the word bytes (ASCII letters and digits) for unleet.
+const (
+	leetLetterKind = 1 << iota // a letter
+	leetNonHex                 // a letter past f
+	leetDigit                  // 0 1 3 4 5 7
+	leetOther                  // another digit
+)
+
+var leetClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		switch {
+		case 'a' <= b|0x20 && b|0x20 <= 'z' && isObfByte(b):
+			t[c] = leetLetterKind
+			if b|0x20 > 'f' {
+				t[c] |= leetNonHex
+			}
+		case leetLetter(b) != 0:
+			t[c] = leetDigit
+		case '0' <= b && b <= '9':
+			t[c] = leetOther
+		}
+	}
+	return t
+}()
 
 func leetLetter(c byte) byte {
 	switch c {

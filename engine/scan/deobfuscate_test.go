@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"math/rand"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -87,5 +88,71 @@ func FuzzDeobfuscate(f *testing.F) {
 				t.Fatalf("Deobfuscate(%q) returned the input unchanged", s)
 			}
 		}
+		checkUnleet(t, s)
 	})
+}
+
+// refUnleet is unleet as it was before its table-driven word test; the
+// two must agree.
+func refUnleet(s string) (string, string, bool) {
+	var bi, bl []byte
+	for i := 0; i < len(s); {
+		if !isObfByte(s[i]) {
+			i++
+			continue
+		}
+		j, letters, leet, other, hex := i, 0, 0, 0, true
+		for ; j < len(s) && isObfByte(s[j]); j++ {
+			c := s[j] | 0x20
+			switch {
+			case 'a' <= c && c <= 'z':
+				letters++
+				hex = hex && c <= 'f'
+			case leetLetter(s[j]) != 0:
+				leet++
+				hex = hex && s[j] <= '9'
+			default:
+				other++
+			}
+		}
+		if letters > 0 && leet > 0 && other == 0 && !hex && j-i >= 3 {
+			if bi == nil {
+				bi, bl = []byte(s), []byte(s)
+			}
+			for k := i; k < j; k++ {
+				if r := leetLetter(s[k]); r != 0 {
+					bi[k], bl[k] = r, r
+					if s[k] == '1' {
+						bl[k] = 'l'
+					}
+				}
+			}
+		}
+		i = j
+	}
+	if bi == nil {
+		return s, s, false
+	}
+	return string(bi), string(bl), true
+}
+
+func checkUnleet(t *testing.T, s string) {
+	t.Helper()
+	i, l, c := unleet(s)
+	ri, rl, rc := refUnleet(s)
+	if i != ri || l != rl || c != rc {
+		t.Fatalf("unleet(%q) = %q, %q, %v; want %q, %q, %v", s, i, l, c, ri, rl, rc)
+	}
+}
+
+func TestUnleetReference(t *testing.T) {
+	const alphabet = "abefgzAFGZ0123456789 .-@`{[\xff"
+	r := rand.New(rand.NewSource(5))
+	for n := 0; n < 50000; n++ {
+		b := make([]byte, r.Intn(12))
+		for j := range b {
+			b[j] = alphabet[r.Intn(len(alphabet))]
+		}
+		checkUnleet(t, string(b))
+	}
 }

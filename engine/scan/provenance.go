@@ -78,11 +78,14 @@ func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
 	}
 	plain, compact := newAC(plainKeys), newAC(compactKeys)
 	find := func(text string, found func(id int)) {
-		scanBounded(plain, text, plainKeys, true, func(k int) { found(plainIDs[k]) })
-		if len(compactKeys) > 0 {
-			// Compacting removes the spaces that marked word edges.
-			scanBounded(compact, compactText(text), compactKeys, false, func(k int) { found(compactIDs[k]) })
+		plainHit := boundedHit(text, plainKeys, func(k int) { found(plainIDs[k]) })
+		if len(compactKeys) == 0 {
+			plain.scan(text, plainHit)
+			return
 		}
+		// Compacting removes the spaces that marked word edges, so
+		// compact keys are found anywhere.
+		scanPair(plain, compact, text, plainHit, func(k int) { found(compactIDs[k]) })
 	}
 	inTrusted := make([]bool, len(cands))
 	for _, t := range trusted {
@@ -145,17 +148,10 @@ func originsOf(args []Text, untrusted []Text, hits []candidate, blocks []int) []
 	return out
 }
 
-// scanBounded reports keys found in text; with bounded, only where they
-// do not continue a word on either side.
-func scanBounded(m *acMachine, text string, keys []string, bounded bool, found func(k int)) {
-	if len(keys) == 0 {
-		return
-	}
-	m.scan(text, func(k, end int) {
-		if !bounded {
-			found(k)
-			return
-		}
+// boundedHit returns a scan callback that reports keys found in text
+// where they do not continue a word on either side.
+func boundedHit(text string, keys []string, found func(k int)) func(k, end int) {
+	return func(k, end int) {
 		if end < len(text) && isWordByte(text[end]) && isWordByte(text[end-1]) {
 			return
 		}
@@ -167,7 +163,7 @@ func scanBounded(m *acMachine, text string, keys []string, bounded bool, found f
 			}
 		}
 		found(k)
-	})
+	}
 }
 
 // isWordByte: bytes that continue a value (so "pay.example" is not found
@@ -179,14 +175,20 @@ func isWordByte(c byte) bool { return isAlnum(c) || c == '-' || c == '_' }
 func compactText(s string) string {
 	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case ' ', '\t', '\n', '\r', '(', ')', '-', '.':
-		default:
+		if c := s[i]; !compactDrop[c] {
 			b = append(b, c)
 		}
 	}
 	return string(b)
 }
+
+// compactDrop: the bytes compactText drops.
+var compactDrop = func() (t [256]bool) {
+	for _, c := range []byte(" \t\n\r()-.") {
+		t[c] = true
+	}
+	return t
+}()
 
 // extract returns the candidate values of one argument, in order.
 func extract(arg int, a Text) []candidate {
@@ -208,7 +210,9 @@ func extract(arg int, a Text) []candidate {
 		}
 		return false
 	}
-	for _, loc := range urlRE.FindAllStringIndex(s, 16) {
+	// Each regexp runs only when s holds what every match of it needs:
+	// these small regexps cost microseconds per call even on short text.
+	for _, loc := range findAll(urlRE, s, 16, strings.Contains(s, "://")) {
 		u := strings.TrimRight(s[loc[0]:loc[1]], ".,;:!?")
 		taken = append(taken, []int{loc[0], loc[0] + len(u)})
 		rest := u[strings.Index(u, "://")+3:]
@@ -221,29 +225,33 @@ func extract(arg int, a Text) []candidate {
 		}
 		add(loc[0], "domain", host, host, false)
 	}
-	for _, loc := range emailRE.FindAllStringIndex(s, 16) {
+	for _, loc := range findAll(emailRE, s, 16, strings.IndexByte(s, '@') >= 0) {
 		taken = append(taken, loc)
 		add(loc[0], "email", s[loc[0]:loc[1]], s[loc[0]:loc[1]], false)
 	}
-	for _, m := range domainRE.FindAllStringSubmatchIndex(s, 16) {
+	var domains [][]int
+	if strings.IndexByte(s, '.') >= 0 {
+		domains = domainRE.FindAllStringSubmatchIndex(s, 16)
+	}
+	for _, m := range domains {
 		if inside(m[:2]) || !commonTLDs[strings.ToLower(s[m[2]:m[3]])] {
 			continue
 		}
 		d := strings.TrimPrefix(strings.ToLower(s[m[0]:m[1]]), "www.")
 		add(m[0], "domain", s[m[0]:m[1]], d, false)
 	}
-	for _, loc := range pathRE.FindAllStringIndex(s, 16) {
+	for _, loc := range findAll(pathRE, s, 16, strings.IndexByte(s, '/') >= 0) {
 		p := s[loc[0]:loc[1]]
 		if inside(loc) || len(p) < 5 || strings.Count(p, "/") == 0 || dateRE.MatchString(p) {
 			continue
 		}
 		add(loc[0], "path", p, p, false)
 	}
-	for _, loc := range ibanRE.FindAllStringIndex(s, 8) {
+	for _, loc := range findAll(ibanRE, s, 8, hasIBANStart(s)) {
 		v := s[loc[0]:loc[1]]
 		add(loc[0], "iban", v, compactText(v), true)
 	}
-	for _, loc := range accountRE.FindAllStringIndex(s, 16) {
+	for _, loc := range findAll(accountRE, s, 16, hasRun(s, 8, isAlnum)) {
 		v := s[loc[0]:loc[1]]
 		if inside(loc) || countDigits(v) < 5 || dateRE.MatchString(v) {
 			continue
@@ -253,7 +261,7 @@ func extract(arg int, a Text) []candidate {
 		}
 		add(loc[0], "account", v, v, false)
 	}
-	for _, loc := range phoneRE.FindAllStringIndex(s, 8) {
+	for _, loc := range findAll(phoneRE, s, 8, hasRun(s, 8, isPhoneByte)) {
 		v := strings.TrimSpace(s[loc[0]:loc[1]])
 		c := compactText(v)
 		if inside(loc) || countDigits(c) < 8 || dateRE.MatchString(v) || !strings.ContainsAny(v, " ()-.+") {
@@ -270,6 +278,46 @@ func extract(arg int, a Text) []candidate {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].pos < out[j].pos })
 	return out
+}
+
+// findAll is re.FindAllStringIndex(s, n) when may holds, else nil; may
+// must hold whenever re matches s.
+func findAll(re *regexp.Regexp, s string, n int, may bool) [][]int {
+	if !may {
+		return nil
+	}
+	return re.FindAllStringIndex(s, n)
+}
+
+// hasIBANStart reports two upper-case ASCII letters followed by two
+// digits, which every ibanRE match starts with.
+func hasIBANStart(s string) bool {
+	for i := 0; i+3 < len(s); i++ {
+		if isUpperByte(s[i]) && isUpperByte(s[i+1]) && isDigitByte(s[i+2]) && isDigitByte(s[i+3]) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasRun reports n bytes in a row of s for which in holds (accountRE
+// needs 8 letters or digits; phoneRE 8 bytes of [0-9 ().-]).
+func hasRun(s string, n int, in func(byte) bool) bool {
+	run := 0
+	for i := 0; i < len(s); i++ {
+		if !in(s[i]) {
+			run = 0
+		} else if run++; run >= n {
+			return true
+		}
+	}
+	return false
+}
+
+func isUpperByte(c byte) bool { return 'A' <= c && c <= 'Z' }
+func isDigitByte(c byte) bool { return '0' <= c && c <= '9' }
+func isPhoneByte(c byte) bool {
+	return isDigitByte(c) || c == ' ' || c == '(' || c == ')' || c == '.' || c == '-'
 }
 
 // coveredBy reports whether one candidate is (almost) the whole value v, so

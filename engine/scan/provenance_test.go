@@ -1,7 +1,10 @@
 package scan
 
 import (
+	"math/rand"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -85,4 +88,55 @@ func FuzzProvenance(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkPrefilters: each regexp of extract may be skipped only when it
+// cannot match, and scanCompact must see what scan sees in compactText.
+func checkPrefilters(t *testing.T, s string) {
+	t.Helper()
+	for _, c := range []struct {
+		name string
+		re   *regexp.Regexp
+		may  bool
+	}{
+		{"url", urlRE, strings.Contains(s, "://")},
+		{"email", emailRE, strings.IndexByte(s, '@') >= 0},
+		{"domain", domainRE, strings.IndexByte(s, '.') >= 0},
+		{"path", pathRE, strings.IndexByte(s, '/') >= 0},
+		{"iban", ibanRE, hasIBANStart(s)},
+		{"account", accountRE, hasRun(s, 8, isAlnum)},
+		{"phone", phoneRE, hasRun(s, 8, isPhoneByte)},
+	} {
+		if !c.may && c.re.MatchString(s) {
+			t.Fatalf("%s prefilter skips %q, which matches", c.name, s)
+		}
+	}
+	keys := []string{"de89370400440532013000", "15550109999", "ab", "a\vb", "x y"}
+	m := newAC(keys)
+	var got, want []int
+	m.scanCompact(s, func(k int) { got = append(got, k) })
+	m.scan(compactText(s), func(k, _ int) { want = append(want, k) })
+	if !slices.Equal(got, want) {
+		t.Fatalf("scanCompact(%q) = %v, scan(compactText) = %v", s, got, want)
+	}
+}
+
+func TestProvenancePrefilters(t *testing.T) {
+	const alphabet = "aZ09:/@.-() \t\n\v+_~xDE"
+	r := rand.New(rand.NewSource(4))
+	for i := 0; i < 20000; i++ {
+		b := make([]byte, r.Intn(40))
+		for j := range b {
+			b[j] = alphabet[r.Intn(len(alphabet))]
+		}
+		checkPrefilters(t, string(b))
+	}
+	for _, s := range []string{"https://evil.example/x", "a@b.co", "DE89 3704 0044 0532 0130 00", "+1 (555) 010-9999", "ACC77120934", "~/x/y.txt", "a\v\vb", "x \t y"} {
+		checkPrefilters(t, s)
+	}
+}
+
+func FuzzProvenancePrefilters(f *testing.F) {
+	f.Add("send to attacker@evil.example and IBAN DE89 3704 0044 0532 0130 00 or +1 (555) 010-9999, https://x.example/p")
+	f.Fuzz(checkPrefilters)
 }
