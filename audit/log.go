@@ -57,6 +57,12 @@ type Log struct {
 	write  func(ctx context.Context, fn func(ctx context.Context, q execQuerier) error) error
 	own    *groupcommit.Writer[*sql.Conn] // nil with Options.Write
 
+	// The append path's statements, prepared once on db: SQLite parsing
+	// them anew for every entry cost as much as the rest of the append but
+	// the signature. They are used in the caller's transaction
+	// (tx.StmtContext); appends on the log's own connection run the text.
+	headStmt, insertStmt *sql.Stmt
+
 	mu     sync.Mutex // serialises Close and Checkpoint
 	closed atomic.Bool
 }
@@ -109,6 +115,7 @@ func Open(ctx context.Context, db *sql.DB, signer signature.Signer, opts Options
 		return nil, fmt.Errorf("audit: migrate: %w", err)
 	}
 	l := &Log{db: db, signer: signer, every: int64(opts.CheckpointEvery), logger: opts.Logger, now: opts.Now}
+	var err error
 	if l.every == 0 {
 		l.every = DefaultCheckpointEvery
 	}
@@ -117,6 +124,13 @@ func Open(ctx context.Context, db *sql.DB, signer signature.Signer, opts Options
 	}
 	if l.now == nil {
 		l.now = time.Now
+	}
+	if l.headStmt, err = db.PrepareContext(ctx, selectHead); err != nil {
+		return nil, fmt.Errorf("audit: prepare: %w", err)
+	}
+	if l.insertStmt, err = db.PrepareContext(ctx, insertEntry); err != nil {
+		l.headStmt.Close()
+		return nil, fmt.Errorf("audit: prepare: %w", err)
 	}
 	if opts.Write != nil {
 		l.write = func(ctx context.Context, fn func(context.Context, execQuerier) error) error {
@@ -293,7 +307,7 @@ func (l *Log) appendRow(ctx context.Context, q execQuerier, r *row) error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	seq, head, err := readHead(ctx, q)
+	seq, head, err := readHead(ctx, q, l.bound(ctx, q, l.headStmt))
 	if err != nil {
 		return fmt.Errorf("read head: %w", err)
 	}
@@ -305,10 +319,15 @@ func (l *Log) appendRow(ctx context.Context, q execQuerier, r *row) error {
 			return fmt.Errorf("sign: %w", err)
 		}
 	}
-	if _, err := q.ExecContext(ctx, insertEntry,
-		r.seq, r.time, r.agentID, r.convID, r.step, r.actionType, r.requestDigest,
+	args := []any{r.seq, r.time, r.agentID, r.convID, r.step, r.actionType, r.requestDigest,
 		r.argsPreview, r.decision, r.reasons, r.tier, r.bundle, r.revision, r.probes,
-		r.approvalID, r.requestJSON, r.prevHash, r.hash, r.signature); err != nil {
+		r.approvalID, r.requestJSON, r.prevHash, r.hash, r.signature}
+	if st := l.bound(ctx, q, l.insertStmt); st != nil {
+		_, err = st.ExecContext(ctx, args...)
+	} else {
+		_, err = q.ExecContext(ctx, insertEntry, args...)
+	}
+	if err != nil {
 		return fmt.Errorf("insert: %w", err)
 	}
 	if l.every > 0 && r.seq%l.every == 0 {
@@ -335,12 +354,30 @@ const insertEntry = `INSERT INTO audit_entries (seq, time, agent_id, conversatio
 	probes, approval_id, request_json, prev_hash, hash, signature)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
+const selectHead = `SELECT seq, hash FROM audit_entries ORDER BY seq DESC LIMIT 1`
+
+// bound is st bound to q's transaction when q is a *sql.Tx, nil otherwise
+// (the caller then runs the statement's text on q).
+func (l *Log) bound(ctx context.Context, q execQuerier, st *sql.Stmt) *sql.Stmt {
+	if tx, ok := q.(*sql.Tx); ok && st != nil {
+		return tx.StmtContext(ctx, st)
+	}
+	return nil
+}
+
 // readHead returns the last entry's seq and hash (0 and GenesisHash when the
-// log is empty).
-func readHead(ctx context.Context, conn execQuerier) (int64, string, error) {
+// log is empty), with st (selectHead prepared in conn's transaction) when
+// it is not nil.
+func readHead(ctx context.Context, conn execQuerier, st *sql.Stmt) (int64, string, error) {
 	var seq int64
 	var h string
-	err := conn.QueryRowContext(ctx, `SELECT seq, hash FROM audit_entries ORDER BY seq DESC LIMIT 1`).Scan(&seq, &h)
+	var row *sql.Row
+	if st != nil {
+		row = st.QueryRowContext(ctx)
+	} else {
+		row = conn.QueryRowContext(ctx, selectHead)
+	}
+	err := row.Scan(&seq, &h)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, GenesisHash, nil
 	}
@@ -378,7 +415,7 @@ func (l *Log) Checkpoint(ctx context.Context) (Checkpoint, error) {
 
 func (l *Log) checkpointHead(ctx context.Context) error {
 	return l.write(ctx, func(ctx context.Context, conn execQuerier) error {
-		seq, head, err := readHead(ctx, conn)
+		seq, head, err := readHead(ctx, conn, l.bound(ctx, conn, l.headStmt))
 		if err != nil || seq == 0 {
 			return err
 		}
@@ -399,6 +436,10 @@ func (l *Log) Close(ctx context.Context) error {
 	if l.own != nil {
 		l.own.Close()
 	}
+	// Every append that got past the closed check ran before the
+	// checkpoint above, in the same writer.
+	l.headStmt.Close()
+	l.insertStmt.Close()
 	if err != nil {
 		return fmt.Errorf("audit: final checkpoint: %w", err)
 	}
