@@ -137,8 +137,9 @@ func Open(ctx context.Context, db *sql.DB, signer signature.Signer, opts Options
 			return opts.Write(ctx, func(ctx context.Context, tx *sql.Tx) error { return fn(ctx, tx) })
 		}
 	} else {
-		l.own = groupcommit.New(func(ctx context.Context) (*sql.Conn, func() error, func() error, error) {
-			return beginImmediate(ctx, db)
+		l.own = groupcommit.New(func(ctx context.Context) (groupcommit.Txn[*sql.Conn], error) {
+			conn, commit, rollback, err := beginImmediate(ctx, db)
+			return groupcommit.Txn[*sql.Conn]{Q: conn, Commit: commit, Rollback: rollback}, err
 		})
 		l.write = func(ctx context.Context, fn func(context.Context, execQuerier) error) error {
 			return l.own.Do(ctx, func(ctx context.Context, conn *sql.Conn, _ func(func())) error { return fn(ctx, conn) })

@@ -100,13 +100,21 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return fail(err)
 	}
 	s := &Store{db: db, path: abs}
-	s.w = groupcommit.New(func(ctx context.Context) (*sql.Tx, func() error, func() error, error) {
+	s.w = groupcommit.New(func(ctx context.Context) (groupcommit.Txn[*sql.Tx], error) {
 		// The DSN's _txlock=immediate makes this BEGIN IMMEDIATE.
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
-			return nil, nil, nil, err
+			return groupcommit.Txn[*sql.Tx]{}, err
 		}
-		return tx, tx.Commit, tx.Rollback, nil
+		t := groupcommit.Txn[*sql.Tx]{Q: tx, Commit: tx.Commit, Rollback: tx.Rollback}
+		// s.q is set once Open has migrated (the writes before that run
+		// the savepoints' text); Open sets it before returning the store.
+		if q := s.q; q != nil {
+			t.Savepoint = execIn(ctx, tx, q.savepoint)
+			t.Release = execIn(ctx, tx, q.release)
+			t.RollbackTo = execIn(ctx, tx, q.rollbackTo)
+		}
+		return t, nil
 	})
 	// Touch the file: journal_mode is set per connection by the DSN, so the
 	// first connection reads the header and fails on a file that is not a
@@ -256,4 +264,13 @@ func (s *Store) write(ctx context.Context, op string, fn func(context.Context, *
 		return err
 	}
 	return s.fail(op, err)
+}
+
+// execIn runs st, prepared on the store's database, in tx.
+func execIn(ctx context.Context, tx *sql.Tx, st *sql.Stmt) func() error {
+	st = tx.StmtContext(ctx, st)
+	return func() error {
+		_, err := st.ExecContext(ctx)
+		return err
+	}
 }

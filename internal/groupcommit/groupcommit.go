@@ -29,9 +29,28 @@ type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
+// Txn is one open write transaction: what jobs write through (Q), how it
+// ends, and how each job's savepoint is set, kept or undone.
+type Txn[Q Execer] struct {
+	Q                Q
+	Commit, Rollback func() error
+	// Savepoint, Release and RollbackTo run SAVEPOINT, RELEASE and
+	// ROLLBACK TO of one savepoint. A nil one runs its SQL text through
+	// Q.ExecContext; a Begin that can prepare them once (they run two or
+	// three times per job, in the single writer) should.
+	Savepoint, Release, RollbackTo func() error
+}
+
 // Begin starts one write transaction (it must take SQLite's write lock at
-// once: BEGIN IMMEDIATE) and returns it with its commit and rollback.
-type Begin[Q Execer] func(ctx context.Context) (q Q, commit, rollback func() error, err error)
+// once: BEGIN IMMEDIATE).
+type Begin[Q Execer] func(ctx context.Context) (Txn[Q], error)
+
+// Savepoint statements for a Begin to prepare: Txn's functions run these.
+const (
+	SavepointSQL  = "SAVEPOINT groupcommit"
+	ReleaseSQL    = "RELEASE groupcommit"
+	RollbackToSQL = "ROLLBACK TO groupcommit"
+)
 
 // Job is one unit of writes. It must not keep q after it returns, and must
 // derive everything it writes inside the transaction (it runs at most once).
@@ -151,18 +170,22 @@ func (w *Writer[Q]) run(batch []*job[Q]) {
 	// The transaction itself never follows a caller's cancellation: an
 	// interrupted statement would roll back every job of the batch.
 	ctx := context.Background()
-	q, commit, rollback, err := w.begin(ctx)
+	t, err := w.begin(ctx)
 	if err != nil {
 		failAll(live, err)
 		return
 	}
+	q := t.Q
 	abort := func(err error) {
-		_ = rollback()
+		_ = t.Rollback()
 		failAll(live, err)
 	}
+	savepoint := orExec(ctx, q, t.Savepoint, SavepointSQL)
+	release := orExec(ctx, q, t.Release, ReleaseSQL)
+	rollbackTo := orExec(ctx, q, t.RollbackTo, RollbackToSQL)
 	committed := live[:0:0]
 	for _, j := range live {
-		if _, err := q.ExecContext(ctx, "SAVEPOINT groupcommit"); err != nil {
+		if err := savepoint(); err != nil {
 			abort(err)
 			return
 		}
@@ -172,12 +195,12 @@ func (w *Writer[Q]) run(batch []*job[Q]) {
 			// A failure SQLite answered by rolling back the whole
 			// transaction (disk full, I/O error) leaves no savepoint: then
 			// nothing of the batch is committed.
-			if _, rbErr := q.ExecContext(ctx, "ROLLBACK TO groupcommit"); rbErr != nil {
+			if rbErr := rollbackTo(); rbErr != nil {
 				abort(err)
 				return
 			}
 		}
-		if _, relErr := q.ExecContext(ctx, "RELEASE groupcommit"); relErr != nil {
+		if relErr := release(); relErr != nil {
 			abort(relErr)
 			return
 		}
@@ -188,9 +211,20 @@ func (w *Writer[Q]) run(batch []*job[Q]) {
 		j.hooks = hooks
 		committed = append(committed, j)
 	}
-	if err := commit(); err != nil {
-		_ = rollback()
+	if err := t.Commit(); err != nil {
+		_ = t.Rollback()
 		failAll(committed, fmt.Errorf("commit: %w", err))
+	}
+}
+
+// orExec is f, or running query on q when f is nil.
+func orExec[Q Execer](ctx context.Context, q Q, f func() error, query string) func() error {
+	if f != nil {
+		return f
+	}
+	return func() error {
+		_, err := q.ExecContext(ctx, query)
+		return err
 	}
 }
 

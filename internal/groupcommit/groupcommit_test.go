@@ -1,0 +1,147 @@
+package groupcommit
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	_ "modernc.org/sqlite"
+)
+
+func openDB(t *testing.T) *sql.DB {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "gc.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(`CREATE TABLE t (k INTEGER PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// counted is a Begin whose savepoint functions are prepared statements
+// (prepared: true) or left nil, counting the calls of each.
+func counted(db *sql.DB, prepared bool, calls *[3]atomic.Int64) Begin[*sql.Tx] {
+	var sts [3]*sql.Stmt
+	if prepared {
+		for i, q := range []string{SavepointSQL, ReleaseSQL, RollbackToSQL} {
+			st, err := db.Prepare(q)
+			if err != nil {
+				panic(err)
+			}
+			sts[i] = st
+		}
+	}
+	return func(ctx context.Context) (Txn[*sql.Tx], error) {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return Txn[*sql.Tx]{}, err
+		}
+		t := Txn[*sql.Tx]{Q: tx, Commit: tx.Commit, Rollback: tx.Rollback}
+		if prepared {
+			fs := make([]func() error, 3)
+			for i := range fs {
+				st := tx.StmtContext(ctx, sts[i])
+				fs[i] = func() error {
+					calls[i].Add(1)
+					_, err := st.ExecContext(ctx)
+					return err
+				}
+			}
+			t.Savepoint, t.Release, t.RollbackTo = fs[0], fs[1], fs[2]
+		}
+		return t, nil
+	}
+}
+
+// TestFailedJobRollsBackAlone: jobs of one batch that fail leave nothing,
+// the others commit, and only committed jobs' hooks run; with the
+// savepoints as prepared statements and as text.
+func TestFailedJobRollsBackAlone(t *testing.T) {
+	for _, prepared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("prepared=%v", prepared), func(t *testing.T) {
+			db := openDB(t)
+			var calls [3]atomic.Int64
+			w := New(counted(db, prepared, &calls))
+			defer w.Close()
+			ctx := context.Background()
+			errOdd := errors.New("odd")
+			var hooks atomic.Int64
+			var wg sync.WaitGroup
+			errs := make([]error, 40)
+			for i := range errs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[i] = w.Do(ctx, func(ctx context.Context, tx *sql.Tx, onCommit func(func())) error {
+						if _, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (?)`, i); err != nil {
+							return err
+						}
+						onCommit(func() { hooks.Add(1) })
+						if i%2 == 1 {
+							return errOdd // after its write: the savepoint must undo it
+						}
+						return nil
+					})
+				}()
+			}
+			wg.Wait()
+			for i, err := range errs {
+				if want := i%2 == 1; errors.Is(err, errOdd) != want || (!want && err != nil) {
+					t.Errorf("job %d: %v", i, err)
+				}
+			}
+			var n, odd int
+			if err := db.QueryRow(`SELECT count(*), count(*) FILTER (WHERE k % 2 = 1) FROM t`).Scan(&n, &odd); err != nil {
+				t.Fatal(err)
+			}
+			if n != 20 || odd != 0 {
+				t.Errorf("rows %d (odd %d), want 20 (0)", n, odd)
+			}
+			if hooks.Load() != 20 {
+				t.Errorf("hooks ran %d times, want 20", hooks.Load())
+			}
+			if prepared {
+				if sp, rel, rb := calls[0].Load(), calls[1].Load(), calls[2].Load(); sp != 40 || rel != 40 || rb != 20 {
+					t.Errorf("savepoint/release/rollback to: %d/%d/%d calls, want 40/40/20", sp, rel, rb)
+				}
+			}
+		})
+	}
+}
+
+// TestCommitFailureFailsBatch: when COMMIT fails, every job of the batch
+// gets the error and no hook runs.
+func TestCommitFailureFailsBatch(t *testing.T) {
+	db := openDB(t)
+	var calls [3]atomic.Int64
+	begin := counted(db, true, &calls)
+	boom := errors.New("boom")
+	w := New(func(ctx context.Context) (Txn[*sql.Tx], error) {
+		tx, err := begin(ctx)
+		tx.Commit = func() error { return boom }
+		return tx, err
+	})
+	defer w.Close()
+	ran := false
+	err := w.Do(context.Background(), func(ctx context.Context, tx *sql.Tx, onCommit func(func())) error {
+		onCommit(func() { ran = true })
+		_, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (1)`)
+		return err
+	})
+	if !errors.Is(err, boom) || ran {
+		t.Fatalf("Do: %v, hook ran %v; want boom and no hook", err, ran)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("rows %d (%v), want 0", n, err)
+	}
+}
