@@ -40,9 +40,9 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 	}{
 		{&q.agent, "SELECT " + agentColumns + " FROM agents WHERE id = ?"},
 		// The hourly window: one row per request, and per agent a running
-		// count, so reading it never scans the hour. Agents idle for an hour
-		// lose their rows at once; active ones shed their expired rows on
-		// each request.
+		// count, so reading it never scans the hour. Active agents shed
+		// their expired rows on each request; agents idle for an hour lose
+		// theirs at the next prune (Store.prune, once per PruneEvery).
 		{&q.pruneStaleLog, "DELETE FROM request_log WHERE agent_id IN (SELECT agent_id FROM request_window WHERE last_at <= ?)"},
 		{&q.pruneStaleWindow, "DELETE FROM request_window WHERE last_at <= ?"},
 		{&q.pruneAgentLog, "DELETE FROM request_log WHERE agent_id = ? AND at <= ?"},

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -63,6 +64,8 @@ type Store struct {
 	// they queue in Go rather than spin on SQLite's busy handler, and
 	// concurrent ones share one transaction.
 	w *groupcommit.Writer[*sql.Tx]
+	// lastPrune is the time (UnixNano, of the request) Reserve last pruned.
+	lastPrune atomic.Int64
 }
 
 // Open opens (creating if needed, with its parent directory at 0700) the
