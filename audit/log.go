@@ -61,7 +61,7 @@ type Log struct {
 	// them anew for every entry cost as much as the rest of the append but
 	// the signature. They are used in the caller's transaction
 	// (tx.StmtContext); appends on the log's own connection run the text.
-	headStmt, insertStmt *sql.Stmt
+	headStmt, insertStmt, signStmt *sql.Stmt
 
 	mu     sync.Mutex // serialises Close and Checkpoint
 	closed atomic.Bool
@@ -130,6 +130,11 @@ func Open(ctx context.Context, db *sql.DB, signer signature.Signer, opts Options
 	}
 	if l.insertStmt, err = db.PrepareContext(ctx, insertEntry); err != nil {
 		l.headStmt.Close()
+		return nil, fmt.Errorf("audit: prepare: %w", err)
+	}
+	if l.signStmt, err = db.PrepareContext(ctx, setSignature); err != nil {
+		l.headStmt.Close()
+		l.insertStmt.Close()
 		return nil, fmt.Errorf("audit: prepare: %w", err)
 	}
 	if opts.Write != nil {
@@ -315,7 +320,21 @@ func (l *Log) appendRow(ctx context.Context, q execQuerier, r *row) error {
 	r.seq, r.prevHash = seq+1, head
 	digest := entryDigest(r)
 	r.hash = hex.EncodeToString(digest)
-	if l.signer != nil {
+	// In a batch of the group-commit writer, the signature is made on
+	// another goroutine while the writer goes on with the batch's other
+	// jobs, and written into the row just before the COMMIT (BeforeCommit):
+	// the same digest is signed, and no row is committed without its
+	// signature, since a failed signature or UPDATE rolls back the batch.
+	var sigc chan signed
+	switch {
+	case l.signer == nil:
+	case groupcommit.InJob(ctx):
+		sigc = make(chan signed, 1)
+		go func() {
+			sig, err := l.signer.SignMessage(bytes.NewReader(digest))
+			sigc <- signed{sig, err}
+		}()
+	default:
 		if r.signature, err = l.signer.SignMessage(bytes.NewReader(digest)); err != nil {
 			return fmt.Errorf("sign: %w", err)
 		}
@@ -330,6 +349,26 @@ func (l *Log) appendRow(ctx context.Context, q execQuerier, r *row) error {
 	}
 	if err != nil {
 		return fmt.Errorf("insert: %w", err)
+	}
+	if sigc != nil {
+		seq := r.seq
+		groupcommit.BeforeCommit(ctx, func() error {
+			s := <-sigc
+			if s.err != nil {
+				return fmt.Errorf("sign entry %d: %w", seq, s.err)
+			}
+			var err error
+			if st := l.bound(ctx, q, l.signStmt); st != nil {
+				_, err = st.ExecContext(ctx, s.sig, seq)
+			} else {
+				_, err = q.ExecContext(ctx, setSignature, s.sig, seq)
+			}
+			if err != nil {
+				return fmt.Errorf("store signature of entry %d: %w", seq, err)
+			}
+			r.signature = s.sig
+			return nil
+		})
 	}
 	if l.every > 0 && r.seq%l.every == 0 {
 		return l.checkpoint(ctx, q, r.seq, r.hash)
@@ -356,6 +395,14 @@ const insertEntry = `INSERT INTO audit_entries (seq, time, agent_id, conversatio
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const selectHead = `SELECT seq, hash FROM audit_entries ORDER BY seq DESC LIMIT 1`
+
+const setSignature = `UPDATE audit_entries SET signature = ? WHERE seq = ?`
+
+// signed is a signature made off the writer.
+type signed struct {
+	sig []byte
+	err error
+}
 
 // bound is st bound to q's transaction when q is a *sql.Tx, nil otherwise
 // (the caller then runs the statement's text on q).
@@ -441,6 +488,7 @@ func (l *Log) Close(ctx context.Context) error {
 	// checkpoint above, in the same writer.
 	l.headStmt.Close()
 	l.insertStmt.Close()
+	l.signStmt.Close()
 	if err != nil {
 		return fmt.Errorf("audit: final checkpoint: %w", err)
 	}

@@ -75,6 +75,40 @@ type job[Q Execer] struct {
 	done  chan struct{}
 }
 
+// jobKey is the context key of a running job's before-commit functions.
+type jobKey struct{}
+
+type beforeCommit struct {
+	fns  []func() error
+	done bool // the job returned
+}
+
+// BeforeCommit registers fn to run in the writer after the last job of the
+// batch that ctx's job runs in, before the batch's COMMIT, in the order
+// registered, while the transaction is still open. It lets a job start work
+// that does not need the writer (a signature) and write its result at the
+// end of the batch, while the writer runs the other jobs. A job whose
+// writes are rolled back (it returned an error) drops its functions. An
+// error from fn rolls back the whole batch: every job in it fails with that
+// error, as on a failed COMMIT. ctx must be the context a Job received,
+// used while the job runs; BeforeCommit reports false, registering
+// nothing, for any other.
+func BeforeCommit(ctx context.Context, fn func() error) bool {
+	if !InJob(ctx) {
+		return false
+	}
+	bc := ctx.Value(jobKey{}).(*beforeCommit)
+	bc.fns = append(bc.fns, fn)
+	return true
+}
+
+// InJob reports whether ctx is a running job's: whether BeforeCommit would
+// register a function.
+func InJob(ctx context.Context) bool {
+	bc, ok := ctx.Value(jobKey{}).(*beforeCommit)
+	return ok && !bc.done
+}
+
 // New starts a writer; Close stops it.
 func New[Q Execer](begin Begin[Q]) *Writer[Q] {
 	w := &Writer[Q]{begin: begin, jobs: make(chan *job[Q], MaxBatch), done: make(chan struct{})}
@@ -184,13 +218,16 @@ func (w *Writer[Q]) run(batch []*job[Q]) {
 	release := orExec(ctx, q, t.Release, ReleaseSQL)
 	rollbackTo := orExec(ctx, q, t.RollbackTo, RollbackToSQL)
 	committed := live[:0:0]
+	var before []func() error
 	for _, j := range live {
 		if err := savepoint(); err != nil {
 			abort(err)
 			return
 		}
 		var hooks []func()
-		err := j.fn(context.WithoutCancel(j.ctx), q, func(h func()) { hooks = append(hooks, h) })
+		bc := &beforeCommit{}
+		err := j.fn(context.WithValue(context.WithoutCancel(j.ctx), jobKey{}, bc), q, func(h func()) { hooks = append(hooks, h) })
+		bc.done = true
 		if err != nil {
 			// A failure SQLite answered by rolling back the whole
 			// transaction (disk full, I/O error) leaves no savepoint: then
@@ -209,7 +246,15 @@ func (w *Writer[Q]) run(batch []*job[Q]) {
 			continue
 		}
 		j.hooks = hooks
+		before = append(before, bc.fns...)
 		committed = append(committed, j)
+	}
+	for _, fn := range before {
+		if err := fn(); err != nil {
+			_ = t.Rollback()
+			failAll(committed, err)
+			return
+		}
 	}
 	if err := t.Commit(); err != nil {
 		_ = t.Rollback()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -143,5 +144,97 @@ func TestCommitFailureFailsBatch(t *testing.T) {
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("rows %d (%v), want 0", n, err)
+	}
+}
+
+// TestBeforeCommit: functions registered by a job run after the batch's
+// last job and before its COMMIT, in order, inside the transaction; a
+// failed job's are dropped; an error from one fails every job of the batch
+// and commits nothing; outside a job nothing is registered.
+func TestBeforeCommit(t *testing.T) {
+	ctx := context.Background()
+	if InJob(ctx) || BeforeCommit(ctx, func() error { return nil }) {
+		t.Fatal("registered outside a job")
+	}
+	db := openDB(t)
+	var calls [3]atomic.Int64
+	w := New(counted(db, true, &calls))
+	defer w.Close()
+
+	// Hold the writer so that the jobs below share one batch.
+	hold, held := make(chan struct{}), make(chan struct{})
+	go w.Do(ctx, func(context.Context, *sql.Tx, func(func())) error {
+		close(held)
+		<-hold
+		return nil
+	})
+	<-held
+	var mu sync.Mutex
+	var order []string
+	errFail := errors.New("job failed")
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = w.Do(ctx, func(ctx context.Context, tx *sql.Tx, _ func(func())) error {
+				if !InJob(ctx) {
+					return errors.New("not in a job")
+				}
+				if _, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (?)`, i); err != nil {
+					return err
+				}
+				BeforeCommit(ctx, func() error {
+					mu.Lock()
+					defer mu.Unlock()
+					order = append(order, fmt.Sprint(i))
+					// Still in the transaction: it can write.
+					_, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (?)`, 100+i)
+					return err
+				})
+				if i == 1 {
+					return errFail
+				}
+				return nil
+			})
+		}()
+	}
+	// Wait until all three are queued, then let the batch go.
+	for len(w.jobs) < 3 {
+		runtime.Gosched()
+	}
+	close(hold)
+	wg.Wait()
+	if errs[0] != nil || !errors.Is(errs[1], errFail) || errs[2] != nil {
+		t.Fatalf("errors %v", errs)
+	}
+	if len(order) != 2 || (order[0] != "0" && order[0] != "2") || order[0] == order[1] {
+		t.Errorf("before-commit order %v, want the two committed jobs' once each", order)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM t WHERE k IN (0, 2, 100, 102)`).Scan(&n); err != nil || n != 4 {
+		t.Errorf("committed rows %d (%v), want 4", n, err)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM t WHERE k IN (1, 101)`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("failed job's rows %d (%v), want 0", n, err)
+	}
+
+	// A failing before-commit function fails the whole batch.
+	boom := errors.New("boom")
+	hooked := false
+	err := w.Do(ctx, func(ctx context.Context, tx *sql.Tx, onCommit func(func())) error {
+		onCommit(func() { hooked = true })
+		if _, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (7)`); err != nil {
+			return err
+		}
+		BeforeCommit(ctx, func() error { return boom })
+		return nil
+	})
+	if !errors.Is(err, boom) || hooked {
+		t.Fatalf("Do: %v, hook ran %v; want boom, no hook", err, hooked)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM t WHERE k = 7`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("rows of the failed batch: %d (%v)", n, err)
 	}
 }
