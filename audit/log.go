@@ -46,8 +46,10 @@ type Options struct {
 // several processes may append to the same database: every append reads the
 // head and inserts the next entry inside a transaction that holds SQLite's
 // write lock (BEGIN IMMEDIATE). Concurrent appends of one process share a
-// transaction (group commit): each still reads the head, links, hashes and
-// signs its own entry, in order, and returns only after the COMMIT.
+// transaction (group commit): each still reads the head, links and hashes
+// its own entry, in order, and returns only after the COMMIT; the entries'
+// signatures are made on other goroutines meanwhile and stored before the
+// COMMIT.
 type Log struct {
 	db     *sql.DB
 	signer signature.Signer
@@ -294,6 +296,10 @@ func (l *Log) Append(ctx context.Context, rec Record) (Entry, error) {
 // that holds SQLite's write lock (one of state.Store.Write's): the entry is
 // in the log once tx commits, and not before. Any error wraps ErrNotRecorded;
 // the caller must then roll tx back (return the error from its function).
+// Inside a job of the store's writer (state.Store.Write) the entry is
+// signed off the writer and its signature stored just before the batch's
+// COMMIT: the returned Entry then has no Signature yet, and a failed
+// signature fails the whole batch.
 func (l *Log) AppendIn(ctx context.Context, tx *sql.Tx, rec Record) (Entry, error) {
 	r, err := newRow(rec, l.now())
 	if err != nil {
