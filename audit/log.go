@@ -331,15 +331,12 @@ func (l *Log) appendRow(ctx context.Context, q execQuerier, r *row) error {
 	// jobs, and written into the row just before the COMMIT (BeforeCommit):
 	// the same digest is signed, and no row is committed without its
 	// signature, since a failed signature or UPDATE rolls back the batch.
-	var sigc chan signed
+	var sig *signing
 	switch {
 	case l.signer == nil:
 	case groupcommit.InJob(ctx):
-		sigc = make(chan signed, 1)
-		go func() {
-			sig, err := l.signer.SignMessage(bytes.NewReader(digest))
-			sigc <- signed{sig, err}
-		}()
+		sig = &signing{signer: l.signer, digest: digest, done: make(chan struct{})}
+		go sig.run()
 	default:
 		if r.signature, err = l.signer.SignMessage(bytes.NewReader(digest)); err != nil {
 			return fmt.Errorf("sign: %w", err)
@@ -356,23 +353,22 @@ func (l *Log) appendRow(ctx context.Context, q execQuerier, r *row) error {
 	if err != nil {
 		return fmt.Errorf("insert: %w", err)
 	}
-	if sigc != nil {
+	if sig != nil {
 		seq := r.seq
 		groupcommit.BeforeCommit(ctx, func() error {
-			s := <-sigc
-			if s.err != nil {
-				return fmt.Errorf("sign entry %d: %w", seq, s.err)
+			s, err := sig.wait()
+			if err != nil {
+				return fmt.Errorf("sign entry %d: %w", seq, err)
 			}
-			var err error
 			if st := l.bound(ctx, q, l.signStmt); st != nil {
-				_, err = st.ExecContext(ctx, s.sig, seq)
+				_, err = st.ExecContext(ctx, s, seq)
 			} else {
-				_, err = q.ExecContext(ctx, setSignature, s.sig, seq)
+				_, err = q.ExecContext(ctx, setSignature, s, seq)
 			}
 			if err != nil {
 				return fmt.Errorf("store signature of entry %d: %w", seq, err)
 			}
-			r.signature = s.sig
+			r.signature = s
 			return nil
 		})
 	}
@@ -404,10 +400,34 @@ const selectHead = `SELECT seq, hash FROM audit_entries ORDER BY seq DESC LIMIT 
 
 const setSignature = `UPDATE audit_entries SET signature = ? WHERE seq = ?`
 
-// signed is a signature made off the writer.
-type signed struct {
-	sig []byte
-	err error
+// signing is one entry's signature, made by whichever comes first: the
+// goroutine started for it, or the writer when it needs the signature.
+// The writer so never waits for a goroutine that has not been scheduled
+// yet (on busy cores, behind requests' policy evaluations), only for one
+// that is signing.
+type signing struct {
+	signer  signature.Signer
+	digest  []byte
+	claimed atomic.Bool
+	done    chan struct{}
+	sig     []byte
+	err     error
+}
+
+// run signs, unless someone else already is.
+func (s *signing) run() {
+	if !s.claimed.CompareAndSwap(false, true) {
+		return
+	}
+	s.sig, s.err = s.signer.SignMessage(bytes.NewReader(s.digest))
+	close(s.done)
+}
+
+// wait returns the signature, making it here if nobody started yet.
+func (s *signing) wait() ([]byte, error) {
+	s.run()
+	<-s.done
+	return s.sig, s.err
 }
 
 // bound is st bound to q's transaction when q is a *sql.Tx, nil otherwise
