@@ -217,6 +217,13 @@ func (w *Writer[Q]) run(batch []*job[Q]) {
 	savepoint := orExec(ctx, q, t.Savepoint, SavepointSQL)
 	release := orExec(ctx, q, t.Release, ReleaseSQL)
 	rollbackTo := orExec(ctx, q, t.RollbackTo, RollbackToSQL)
+	if len(live) == 1 {
+		// A job alone in its transaction needs no savepoint: if it
+		// fails, the whole transaction is rolled back (under load a batch
+		// often holds a single job, and these are two statements of it).
+		savepoint, release = noop, noop
+		rollbackTo = func() error { return errAlone }
+	}
 	committed := live[:0:0]
 	var before []func() error
 	for _, j := range live {
@@ -261,6 +268,11 @@ func (w *Writer[Q]) run(batch []*job[Q]) {
 		failAll(committed, fmt.Errorf("commit: %w", err))
 	}
 }
+
+func noop() error { return nil }
+
+// errAlone makes a lone job's failure roll back its whole transaction.
+var errAlone = errors.New("no savepoint")
 
 // orExec is f, or running query on q when f is nil.
 func orExec[Q Execer](ctx context.Context, q Q, f func() error, query string) func() error {
