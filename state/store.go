@@ -269,11 +269,15 @@ func (s *Store) write(ctx context.Context, op string, fn func(context.Context, *
 	return s.fail(op, err)
 }
 
-// execIn runs st, prepared on the store's database, in tx.
+// execIn runs st, prepared on the store's database, in tx. It binds st to
+// tx on first use: a job alone in its batch runs no savepoint.
 func execIn(ctx context.Context, tx *sql.Tx, st *sql.Stmt) func() error {
-	st = tx.StmtContext(ctx, st)
+	var bound *sql.Stmt
 	return func() error {
-		_, err := st.ExecContext(ctx)
+		if bound == nil {
+			bound = tx.StmtContext(ctx, st)
+		}
+		_, err := bound.ExecContext(ctx)
 		return err
 	}
 }
