@@ -2,7 +2,10 @@
 // goroutine that commits them in shared transactions (group commit).
 //
 // Each job runs inside its own SAVEPOINT of the batch's transaction, so a job
-// that fails is rolled back alone and the others still commit; Do returns only
+// that fails is rolled back alone and the others still commit (a job alone
+// in its batch needs no savepoint: its failure rolls back the transaction,
+// which holds only its writes). Work a job hands to BeforeCommit runs after
+// the batch's last job, before the COMMIT. Do returns only
 // after the batch's COMMIT (nil) or with the error that kept the job from
 // being committed. A job's writes are therefore exactly as durable as with a
 // transaction of its own, and the single writer replaces SQLite's busy-wait
