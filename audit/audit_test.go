@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -472,5 +474,71 @@ func TestDecodeEntryRejects(t *testing.T) {
 	}
 	if _, err := DecodeEntry(good()[:5]); err == nil {
 		t.Error("short row accepted")
+	}
+}
+
+// failingSigner fails its n-th SignMessage (counting from 1).
+type failingSigner struct {
+	signature.Signer
+	n, calls atomic.Int64
+}
+
+func (s *failingSigner) SignMessage(msg io.Reader, opts ...signature.SignOption) ([]byte, error) {
+	if s.calls.Add(1) == s.n.Load() {
+		return nil, errors.New("signer unavailable")
+	}
+	return s.Signer.SignMessage(msg, opts...)
+}
+
+// TestSignedOffWriter: entries are signed off the writer and their
+// signatures written before the COMMIT: every committed entry carries its
+// signature (Append returns it), and a failed signature leaves nothing of
+// its batch, fails its appends with ErrNotRecorded, and the log still
+// verifies.
+func TestSignedOffWriter(t *testing.T) {
+	ctx := context.Background()
+	db, _ := tempDB(t)
+	key, v := newKey(t, KeyECDSAP256)
+	signer := &failingSigner{Signer: key}
+	signer.n.Store(7)
+	l, err := Open(ctx, db, signer, Options{CheckpointEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var failed, ok atomic.Int64
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 5 {
+				e, err := l.Append(ctx, record(g*5+i))
+				if err != nil {
+					if !errors.Is(err, ErrNotRecorded) {
+						t.Errorf("append: %v, want ErrNotRecorded", err)
+					}
+					failed.Add(1)
+					continue
+				}
+				ok.Add(1)
+				digest, _ := hex.DecodeString(e.Hash)
+				if err := v.VerifySignature(bytes.NewReader(e.Signature), bytes.NewReader(digest)); err != nil {
+					t.Errorf("entry %d: returned signature: %v", e.Seq, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() == 0 {
+		t.Fatal("no append failed")
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep := mustVerify(t, db, v)
+	if !rep.OK || rep.Entries != ok.Load() {
+		t.Fatalf("report %+v, want OK with %d entries (%d failed)", rep, ok.Load(), failed.Load())
+	}
+	var unsigned int
+	if err := db.QueryRow(`SELECT count(*) FROM audit_entries WHERE signature IS NULL OR length(signature) = 0`).Scan(&unsigned); err != nil || unsigned != 0 {
+		t.Fatalf("%d unsigned entries (%v)", unsigned, err)
 	}
 }

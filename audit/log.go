@@ -46,8 +46,10 @@ type Options struct {
 // several processes may append to the same database: every append reads the
 // head and inserts the next entry inside a transaction that holds SQLite's
 // write lock (BEGIN IMMEDIATE). Concurrent appends of one process share a
-// transaction (group commit): each still reads the head, links, hashes and
-// signs its own entry, in order, and returns only after the COMMIT.
+// transaction (group commit): each still reads the head, links and hashes
+// its own entry, in order, and returns only after the COMMIT; the entries'
+// signatures are made on other goroutines meanwhile and stored before the
+// COMMIT.
 type Log struct {
 	db     *sql.DB
 	signer signature.Signer
@@ -56,6 +58,12 @@ type Log struct {
 	now    func() time.Time
 	write  func(ctx context.Context, fn func(ctx context.Context, q execQuerier) error) error
 	own    *groupcommit.Writer[*sql.Conn] // nil with Options.Write
+
+	// The append path's statements, prepared once on db: SQLite parsing
+	// them anew for every entry cost as much as the rest of the append but
+	// the signature. They are used in the caller's transaction
+	// (tx.StmtContext); appends on the log's own connection run the text.
+	headStmt, insertStmt, signStmt *sql.Stmt
 
 	mu     sync.Mutex // serialises Close and Checkpoint
 	closed atomic.Bool
@@ -109,6 +117,7 @@ func Open(ctx context.Context, db *sql.DB, signer signature.Signer, opts Options
 		return nil, fmt.Errorf("audit: migrate: %w", err)
 	}
 	l := &Log{db: db, signer: signer, every: int64(opts.CheckpointEvery), logger: opts.Logger, now: opts.Now}
+	var err error
 	if l.every == 0 {
 		l.every = DefaultCheckpointEvery
 	}
@@ -118,13 +127,26 @@ func Open(ctx context.Context, db *sql.DB, signer signature.Signer, opts Options
 	if l.now == nil {
 		l.now = time.Now
 	}
+	if l.headStmt, err = db.PrepareContext(ctx, selectHead); err != nil {
+		return nil, fmt.Errorf("audit: prepare: %w", err)
+	}
+	if l.insertStmt, err = db.PrepareContext(ctx, insertEntry); err != nil {
+		l.headStmt.Close()
+		return nil, fmt.Errorf("audit: prepare: %w", err)
+	}
+	if l.signStmt, err = db.PrepareContext(ctx, setSignature); err != nil {
+		l.headStmt.Close()
+		l.insertStmt.Close()
+		return nil, fmt.Errorf("audit: prepare: %w", err)
+	}
 	if opts.Write != nil {
 		l.write = func(ctx context.Context, fn func(context.Context, execQuerier) error) error {
 			return opts.Write(ctx, func(ctx context.Context, tx *sql.Tx) error { return fn(ctx, tx) })
 		}
 	} else {
-		l.own = groupcommit.New(func(ctx context.Context) (*sql.Conn, func() error, func() error, error) {
-			return beginImmediate(ctx, db)
+		l.own = groupcommit.New(func(ctx context.Context) (groupcommit.Txn[*sql.Conn], error) {
+			conn, commit, rollback, err := beginImmediate(ctx, db)
+			return groupcommit.Txn[*sql.Conn]{Q: conn, Commit: commit, Rollback: rollback}, err
 		})
 		l.write = func(ctx context.Context, fn func(context.Context, execQuerier) error) error {
 			return l.own.Do(ctx, func(ctx context.Context, conn *sql.Conn, _ func(func())) error { return fn(ctx, conn) })
@@ -274,6 +296,10 @@ func (l *Log) Append(ctx context.Context, rec Record) (Entry, error) {
 // that holds SQLite's write lock (one of state.Store.Write's): the entry is
 // in the log once tx commits, and not before. Any error wraps ErrNotRecorded;
 // the caller must then roll tx back (return the error from its function).
+// Inside a job of the store's writer (state.Store.Write) the entry is
+// signed off the writer and its signature stored just before the batch's
+// COMMIT: the returned Entry then has no Signature yet, and a failed
+// signature fails the whole batch.
 func (l *Log) AppendIn(ctx context.Context, tx *sql.Tx, rec Record) (Entry, error) {
 	r, err := newRow(rec, l.now())
 	if err != nil {
@@ -293,23 +319,58 @@ func (l *Log) appendRow(ctx context.Context, q execQuerier, r *row) error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	seq, head, err := readHead(ctx, q)
+	seq, head, err := readHead(ctx, q, l.bound(ctx, q, l.headStmt))
 	if err != nil {
 		return fmt.Errorf("read head: %w", err)
 	}
 	r.seq, r.prevHash = seq+1, head
 	digest := entryDigest(r)
 	r.hash = hex.EncodeToString(digest)
-	if l.signer != nil {
+	// In a batch of the group-commit writer, the signature is made on
+	// another goroutine while the writer goes on with the batch's other
+	// jobs, and written into the row just before the COMMIT (BeforeCommit):
+	// the same digest is signed, and no row is committed without its
+	// signature, since a failed signature or UPDATE rolls back the batch.
+	var sig *signing
+	switch {
+	case l.signer == nil:
+	case groupcommit.InJob(ctx):
+		sig = &signing{signer: l.signer, digest: digest, done: make(chan struct{})}
+		go sig.run()
+	default:
 		if r.signature, err = l.signer.SignMessage(bytes.NewReader(digest)); err != nil {
 			return fmt.Errorf("sign: %w", err)
 		}
 	}
-	if _, err := q.ExecContext(ctx, insertEntry,
-		r.seq, r.time, r.agentID, r.convID, r.step, r.actionType, r.requestDigest,
+	args := []any{r.seq, r.time, r.agentID, r.convID, r.step, r.actionType, r.requestDigest,
 		r.argsPreview, r.decision, r.reasons, r.tier, r.bundle, r.revision, r.probes,
-		r.approvalID, r.requestJSON, r.prevHash, r.hash, r.signature); err != nil {
+		r.approvalID, r.requestJSON, r.prevHash, r.hash, r.signature}
+	if st := l.bound(ctx, q, l.insertStmt); st != nil {
+		_, err = st.ExecContext(ctx, args...)
+	} else {
+		_, err = q.ExecContext(ctx, insertEntry, args...)
+	}
+	if err != nil {
 		return fmt.Errorf("insert: %w", err)
+	}
+	if sig != nil {
+		seq := r.seq
+		groupcommit.BeforeCommit(ctx, func() error {
+			s, err := sig.wait()
+			if err != nil {
+				return fmt.Errorf("sign entry %d: %w", seq, err)
+			}
+			if st := l.bound(ctx, q, l.signStmt); st != nil {
+				_, err = st.ExecContext(ctx, s, seq)
+			} else {
+				_, err = q.ExecContext(ctx, setSignature, s, seq)
+			}
+			if err != nil {
+				return fmt.Errorf("store signature of entry %d: %w", seq, err)
+			}
+			r.signature = s
+			return nil
+		})
 	}
 	if l.every > 0 && r.seq%l.every == 0 {
 		return l.checkpoint(ctx, q, r.seq, r.hash)
@@ -335,12 +396,62 @@ const insertEntry = `INSERT INTO audit_entries (seq, time, agent_id, conversatio
 	probes, approval_id, request_json, prev_hash, hash, signature)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
+const selectHead = `SELECT seq, hash FROM audit_entries ORDER BY seq DESC LIMIT 1`
+
+const setSignature = `UPDATE audit_entries SET signature = ? WHERE seq = ?`
+
+// signing is one entry's signature, made by whichever comes first: the
+// goroutine started for it, or the writer when it needs the signature.
+// The writer so never waits for a goroutine that has not been scheduled
+// yet (on busy cores, behind requests' policy evaluations), only for one
+// that is signing.
+type signing struct {
+	signer  signature.Signer
+	digest  []byte
+	claimed atomic.Bool
+	done    chan struct{}
+	sig     []byte
+	err     error
+}
+
+// run signs, unless someone else already is.
+func (s *signing) run() {
+	if !s.claimed.CompareAndSwap(false, true) {
+		return
+	}
+	s.sig, s.err = s.signer.SignMessage(bytes.NewReader(s.digest))
+	close(s.done)
+}
+
+// wait returns the signature, making it here if nobody started yet.
+func (s *signing) wait() ([]byte, error) {
+	s.run()
+	<-s.done
+	return s.sig, s.err
+}
+
+// bound is st bound to q's transaction when q is a *sql.Tx, nil otherwise
+// (the caller then runs the statement's text on q).
+func (l *Log) bound(ctx context.Context, q execQuerier, st *sql.Stmt) *sql.Stmt {
+	if tx, ok := q.(*sql.Tx); ok && st != nil {
+		return tx.StmtContext(ctx, st)
+	}
+	return nil
+}
+
 // readHead returns the last entry's seq and hash (0 and GenesisHash when the
-// log is empty).
-func readHead(ctx context.Context, conn execQuerier) (int64, string, error) {
+// log is empty), with st (selectHead prepared in conn's transaction) when
+// it is not nil.
+func readHead(ctx context.Context, conn execQuerier, st *sql.Stmt) (int64, string, error) {
 	var seq int64
 	var h string
-	err := conn.QueryRowContext(ctx, `SELECT seq, hash FROM audit_entries ORDER BY seq DESC LIMIT 1`).Scan(&seq, &h)
+	var row *sql.Row
+	if st != nil {
+		row = st.QueryRowContext(ctx)
+	} else {
+		row = conn.QueryRowContext(ctx, selectHead)
+	}
+	err := row.Scan(&seq, &h)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, GenesisHash, nil
 	}
@@ -378,7 +489,7 @@ func (l *Log) Checkpoint(ctx context.Context) (Checkpoint, error) {
 
 func (l *Log) checkpointHead(ctx context.Context) error {
 	return l.write(ctx, func(ctx context.Context, conn execQuerier) error {
-		seq, head, err := readHead(ctx, conn)
+		seq, head, err := readHead(ctx, conn, l.bound(ctx, conn, l.headStmt))
 		if err != nil || seq == 0 {
 			return err
 		}
@@ -399,6 +510,11 @@ func (l *Log) Close(ctx context.Context) error {
 	if l.own != nil {
 		l.own.Close()
 	}
+	// Every append that got past the closed check ran before the
+	// checkpoint above, in the same writer.
+	l.headStmt.Close()
+	l.insertStmt.Close()
+	l.signStmt.Close()
 	if err != nil {
 		return fmt.Errorf("audit: final checkpoint: %w", err)
 	}

@@ -130,6 +130,9 @@ func (s *Store) Reserve(ctx context.Context, req schema.Request, opts ReserveOpt
 		// is not counted: nobody can spend another agent's hourly budget
 		// by sending its id, nor fill the log with made-up ids.
 		authenticated := !opts.RequireRegistration || (af.Registered && af.TokenValid)
+		if err := s.prune(ctx, st, now); err != nil {
+			return err
+		}
 		if authenticated {
 			bf.RequestsLastHour, err = countRequest(ctx, q, st, agentID, now)
 		} else {
@@ -157,10 +160,6 @@ func (s *Store) Reserve(ctx context.Context, req schema.Request, opts ReserveOpt
 			return fmt.Errorf("reserve step: %w", err)
 		}
 		cf.Reserved = held == 0
-		// Reservations left by a crashed process: gone after a day.
-		if _, err := st(q.pruneReservations).ExecContext(ctx, now.Add(-24*time.Hour).UnixNano()); err != nil {
-			return fmt.Errorf("prune reservations: %w", err)
-		}
 		facts = schema.Facts{Agent: &af, Conversation: &cf, Budget: &bf}
 		return nil
 	})
@@ -173,16 +172,45 @@ func (s *Store) Reserve(ctx context.Context, req schema.Request, opts ReserveOpt
 	return r, facts, nil
 }
 
-// countRequest records a request in the agent's hourly window and returns
-// the window's count, this request included.
-func countRequest(ctx context.Context, q *stmts, st func(*sql.Stmt) *sql.Stmt, agentID string, now time.Time) (int, error) {
+// PruneEvery is how often (by the requests' time) Reserve removes what no
+// request reads any more: the hourly windows of agents idle for an hour and
+// reservations a crashed process left over a day ago. Nothing depends on
+// them being gone (an expired reservation is replaced, an agent's own
+// expired requests leave its window on its next request), so this is
+// housekeeping, done once per interval rather than on every request.
+const PruneEvery = time.Minute
+
+// prune removes, at most once per PruneEvery (or when the clock went
+// back), the windows of agents idle for an hour and reservations older than
+// a day. It runs in Reserve's transaction: if that rolls back, the next
+// interval prunes.
+func (s *Store) prune(ctx context.Context, st func(*sql.Stmt) *sql.Stmt, now time.Time) error {
+	last, t := s.lastPrune.Load(), now.UnixNano()
+	if last != 0 && t >= last && t-last < int64(PruneEvery) {
+		return nil
+	}
+	q := s.q
 	cutoff := now.Add(-time.Hour).UnixNano()
 	if _, err := st(q.pruneStaleLog).ExecContext(ctx, cutoff); err != nil {
-		return 0, fmt.Errorf("prune request log: %w", err)
+		return fmt.Errorf("prune request log: %w", err)
 	}
 	if _, err := st(q.pruneStaleWindow).ExecContext(ctx, cutoff); err != nil {
-		return 0, fmt.Errorf("prune request windows: %w", err)
+		return fmt.Errorf("prune request windows: %w", err)
 	}
+	// Reservations left by a crashed process: gone after a day.
+	if _, err := st(q.pruneReservations).ExecContext(ctx, now.Add(-24*time.Hour).UnixNano()); err != nil {
+		return fmt.Errorf("prune reservations: %w", err)
+	}
+	s.lastPrune.Store(t)
+	return nil
+}
+
+// countRequest records a request in the agent's hourly window and returns
+// the window's count, this request included. The agent's own expired
+// requests leave the window here, so the count is exact whether or not
+// prune has removed an idle window yet.
+func countRequest(ctx context.Context, q *stmts, st func(*sql.Stmt) *sql.Stmt, agentID string, now time.Time) (int, error) {
+	cutoff := now.Add(-time.Hour).UnixNano()
 	res, err := st(q.pruneAgentLog).ExecContext(ctx, agentID, cutoff)
 	if err != nil {
 		return 0, fmt.Errorf("prune request log: %w", err)

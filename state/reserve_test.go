@@ -612,3 +612,71 @@ func TestReserveRefusesMissingKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestPeriodicPrune: idle agents' windows and day-old reservations are
+// removed by the first Reserve once PruneEvery has passed since the last
+// prune, and an idle agent's count is right whether or not its window was
+// pruned yet.
+func TestPeriodicPrune(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	count := func(q string) int {
+		t.Helper()
+		var n int
+		if err := s.DB().QueryRowContext(ctx, q).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	reserve := func(agent string, step int, at time.Time) (*Reservation, schema.Facts) {
+		t.Helper()
+		res, f, err := s.Reserve(ctx, request(agent, "c", step, "calculate", nil, ""), ReserveOptions{Now: at, TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, f
+	}
+	// a's reservation is left behind, as by a crashed process.
+	reserve("a", 1, t0)
+	res, _ := reserve("b", 1, t0.Add(time.Second))
+	res.Release(ctx)
+	if n := count("SELECT count(*) FROM request_window"); n != 2 {
+		t.Fatalf("%d windows, want 2", n)
+	}
+	// Two hours later (the last prune was at t0) the idle windows go, but
+	// not yet the reservation: it has not been expired for a day.
+	res, f := reserve("c", 1, t0.Add(2*time.Hour))
+	res.Release(ctx)
+	if f.Budget.RequestsLastHour != 1 {
+		t.Errorf("c: requests_last_hour %d, want 1", f.Budget.RequestsLastHour)
+	}
+	if n := count("SELECT count(*) FROM request_window WHERE agent_id IN ('a', 'b')"); n != 0 {
+		t.Errorf("idle windows kept: %d", n)
+	}
+	if n := count("SELECT count(*) FROM request_log WHERE agent_id IN ('a', 'b')"); n != 0 {
+		t.Errorf("idle agents' requests kept: %d", n)
+	}
+	if n := count("SELECT count(*) FROM reservations"); n != 1 {
+		t.Errorf("%d reservations, want a's", n)
+	}
+	// c goes idle; within PruneEvery of the last prune its window is not
+	// pruned, but its own next request still counts from 1.
+	at := t0.Add(2*time.Hour + 59*time.Minute + 30*time.Second)
+	res, _ = reserve("d", 1, at) // prunes; c is not idle for an hour yet
+	res.Release(ctx)
+	if n := count("SELECT count(*) FROM request_window WHERE agent_id = 'c'"); n != 1 {
+		t.Fatalf("c's window: %d rows, want 1", n)
+	}
+	res, f = reserve("c", 2, at.Add(40*time.Second)) // idle 1h0m10s, no prune
+	res.Release(ctx)
+	if f.Budget.RequestsLastHour != 1 {
+		t.Errorf("c after an idle hour: requests_last_hour %d, want 1", f.Budget.RequestsLastHour)
+	}
+	// A day after it expired the left-over reservation goes too.
+	res, _ = reserve("e", 1, t0.Add(26*time.Hour))
+	res.Release(ctx)
+	if n := count("SELECT count(*) FROM reservations"); n != 0 {
+		t.Errorf("%d reservations, want none", n)
+	}
+}

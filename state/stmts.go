@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/toolgate/toolgate/internal/groupcommit"
 )
 
 // stmts are the statements of the hot path (Reserve, Commit, Release),
@@ -26,6 +28,8 @@ type stmts struct {
 	addFingerprint    *sql.Stmt
 	pruneFingerprints *sql.Stmt
 	addCost           *sql.Stmt
+	// The writer's per-job savepoint (groupcommit.Txn).
+	savepoint, release, rollbackTo *sql.Stmt
 }
 
 func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
@@ -36,9 +40,9 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 	}{
 		{&q.agent, "SELECT " + agentColumns + " FROM agents WHERE id = ?"},
 		// The hourly window: one row per request, and per agent a running
-		// count, so reading it never scans the hour. Agents idle for an hour
-		// lose their rows at once; active ones shed their expired rows on
-		// each request.
+		// count, so reading it never scans the hour. Active agents shed
+		// their expired rows on each request; agents idle for an hour lose
+		// theirs at the next prune (Store.prune, once per PruneEvery).
 		{&q.pruneStaleLog, "DELETE FROM request_log WHERE agent_id IN (SELECT agent_id FROM request_window WHERE last_at <= ?)"},
 		{&q.pruneStaleWindow, "DELETE FROM request_window WHERE last_at <= ?"},
 		{&q.pruneAgentLog, "DELETE FROM request_log WHERE agent_id = ? AND at <= ?"},
@@ -66,6 +70,9 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		{&q.pruneFingerprints, "DELETE FROM fingerprints WHERE agent_id = ? AND conversation_id = ? AND seq <= ?"},
 		{&q.addCost, `INSERT INTO daily_cost (agent_id, day, cost_usd) VALUES (?, ?, ?)
 			ON CONFLICT (agent_id, day) DO UPDATE SET cost_usd = cost_usd + excluded.cost_usd`},
+		{&q.savepoint, groupcommit.SavepointSQL},
+		{&q.release, groupcommit.ReleaseSQL},
+		{&q.rollbackTo, groupcommit.RollbackToSQL},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -80,7 +87,7 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 func (q *stmts) close() {
 	for _, st := range []*sql.Stmt{q.agent, q.pruneStaleLog, q.pruneStaleWindow, q.pruneAgentLog, q.logRequest,
 		q.bumpWindow, q.windowCount, q.dailyCost, q.conversation, q.recent, q.reserve, q.pruneReservations, q.dropReservation,
-		q.consume, q.addFingerprint, q.pruneFingerprints, q.addCost} {
+		q.consume, q.addFingerprint, q.pruneFingerprints, q.addCost, q.savepoint, q.release, q.rollbackTo} {
 		if st != nil {
 			st.Close()
 		}

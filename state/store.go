@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -63,6 +64,8 @@ type Store struct {
 	// they queue in Go rather than spin on SQLite's busy handler, and
 	// concurrent ones share one transaction.
 	w *groupcommit.Writer[*sql.Tx]
+	// lastPrune is the time (UnixNano, of the request) Reserve last pruned.
+	lastPrune atomic.Int64
 }
 
 // Open opens (creating if needed, with its parent directory at 0700) the
@@ -100,13 +103,21 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return fail(err)
 	}
 	s := &Store{db: db, path: abs}
-	s.w = groupcommit.New(func(ctx context.Context) (*sql.Tx, func() error, func() error, error) {
+	s.w = groupcommit.New(func(ctx context.Context) (groupcommit.Txn[*sql.Tx], error) {
 		// The DSN's _txlock=immediate makes this BEGIN IMMEDIATE.
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
-			return nil, nil, nil, err
+			return groupcommit.Txn[*sql.Tx]{}, err
 		}
-		return tx, tx.Commit, tx.Rollback, nil
+		t := groupcommit.Txn[*sql.Tx]{Q: tx, Commit: tx.Commit, Rollback: tx.Rollback}
+		// s.q is set once Open has migrated (the writes before that run
+		// the savepoints' text); Open sets it before returning the store.
+		if q := s.q; q != nil {
+			t.Savepoint = execIn(ctx, tx, q.savepoint)
+			t.Release = execIn(ctx, tx, q.release)
+			t.RollbackTo = execIn(ctx, tx, q.rollbackTo)
+		}
+		return t, nil
 	})
 	// Touch the file: journal_mode is set per connection by the DSN, so the
 	// first connection reads the header and fails on a file that is not a
@@ -256,4 +267,17 @@ func (s *Store) write(ctx context.Context, op string, fn func(context.Context, *
 		return err
 	}
 	return s.fail(op, err)
+}
+
+// execIn runs st, prepared on the store's database, in tx. It binds st to
+// tx on first use: a job alone in its batch runs no savepoint.
+func execIn(ctx context.Context, tx *sql.Tx, st *sql.Stmt) func() error {
+	var bound *sql.Stmt
+	return func() error {
+		if bound == nil {
+			bound = tx.StmtContext(ctx, st)
+		}
+		_, err := bound.ExecContext(ctx)
+		return err
+	}
 }

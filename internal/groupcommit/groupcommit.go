@@ -2,7 +2,10 @@
 // goroutine that commits them in shared transactions (group commit).
 //
 // Each job runs inside its own SAVEPOINT of the batch's transaction, so a job
-// that fails is rolled back alone and the others still commit; Do returns only
+// that fails is rolled back alone and the others still commit (a job alone
+// in its batch needs no savepoint: its failure rolls back the transaction,
+// which holds only its writes). Work a job hands to BeforeCommit runs after
+// the batch's last job, before the COMMIT. Do returns only
 // after the batch's COMMIT (nil) or with the error that kept the job from
 // being committed. A job's writes are therefore exactly as durable as with a
 // transaction of its own, and the single writer replaces SQLite's busy-wait
@@ -29,9 +32,28 @@ type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
+// Txn is one open write transaction: what jobs write through (Q), how it
+// ends, and how each job's savepoint is set, kept or undone.
+type Txn[Q Execer] struct {
+	Q                Q
+	Commit, Rollback func() error
+	// Savepoint, Release and RollbackTo run SAVEPOINT, RELEASE and
+	// ROLLBACK TO of one savepoint. A nil one runs its SQL text through
+	// Q.ExecContext; a Begin that can prepare them once (they run two or
+	// three times per job, in the single writer) should.
+	Savepoint, Release, RollbackTo func() error
+}
+
 // Begin starts one write transaction (it must take SQLite's write lock at
-// once: BEGIN IMMEDIATE) and returns it with its commit and rollback.
-type Begin[Q Execer] func(ctx context.Context) (q Q, commit, rollback func() error, err error)
+// once: BEGIN IMMEDIATE).
+type Begin[Q Execer] func(ctx context.Context) (Txn[Q], error)
+
+// Savepoint statements for a Begin to prepare: Txn's functions run these.
+const (
+	SavepointSQL  = "SAVEPOINT groupcommit"
+	ReleaseSQL    = "RELEASE groupcommit"
+	RollbackToSQL = "ROLLBACK TO groupcommit"
+)
 
 // Job is one unit of writes. It must not keep q after it returns, and must
 // derive everything it writes inside the transaction (it runs at most once).
@@ -54,6 +76,40 @@ type job[Q Execer] struct {
 	err   error
 	hooks []func()
 	done  chan struct{}
+}
+
+// jobKey is the context key of a running job's before-commit functions.
+type jobKey struct{}
+
+type beforeCommit struct {
+	fns  []func() error
+	done bool // the job returned
+}
+
+// BeforeCommit registers fn to run in the writer after the last job of the
+// batch that ctx's job runs in, before the batch's COMMIT, in the order
+// registered, while the transaction is still open. It lets a job start work
+// that does not need the writer (a signature) and write its result at the
+// end of the batch, while the writer runs the other jobs. A job whose
+// writes are rolled back (it returned an error) drops its functions. An
+// error from fn rolls back the whole batch: every job in it fails with that
+// error, as on a failed COMMIT. ctx must be the context a Job received,
+// used while the job runs; BeforeCommit reports false, registering
+// nothing, for any other.
+func BeforeCommit(ctx context.Context, fn func() error) bool {
+	if !InJob(ctx) {
+		return false
+	}
+	bc := ctx.Value(jobKey{}).(*beforeCommit)
+	bc.fns = append(bc.fns, fn)
+	return true
+}
+
+// InJob reports whether ctx is a running job's: whether BeforeCommit would
+// register a function.
+func InJob(ctx context.Context) bool {
+	bc, ok := ctx.Value(jobKey{}).(*beforeCommit)
+	return ok && !bc.done
 }
 
 // New starts a writer; Close stops it.
@@ -151,33 +207,47 @@ func (w *Writer[Q]) run(batch []*job[Q]) {
 	// The transaction itself never follows a caller's cancellation: an
 	// interrupted statement would roll back every job of the batch.
 	ctx := context.Background()
-	q, commit, rollback, err := w.begin(ctx)
+	t, err := w.begin(ctx)
 	if err != nil {
 		failAll(live, err)
 		return
 	}
+	q := t.Q
 	abort := func(err error) {
-		_ = rollback()
+		_ = t.Rollback()
 		failAll(live, err)
 	}
+	savepoint := orExec(ctx, q, t.Savepoint, SavepointSQL)
+	release := orExec(ctx, q, t.Release, ReleaseSQL)
+	rollbackTo := orExec(ctx, q, t.RollbackTo, RollbackToSQL)
+	if len(live) == 1 {
+		// A job alone in its transaction needs no savepoint: if it
+		// fails, the whole transaction is rolled back (under load a batch
+		// often holds a single job, and these are two statements of it).
+		savepoint, release = noop, noop
+		rollbackTo = func() error { return errAlone }
+	}
 	committed := live[:0:0]
+	var before []func() error
 	for _, j := range live {
-		if _, err := q.ExecContext(ctx, "SAVEPOINT groupcommit"); err != nil {
+		if err := savepoint(); err != nil {
 			abort(err)
 			return
 		}
 		var hooks []func()
-		err := j.fn(context.WithoutCancel(j.ctx), q, func(h func()) { hooks = append(hooks, h) })
+		bc := &beforeCommit{}
+		err := j.fn(context.WithValue(context.WithoutCancel(j.ctx), jobKey{}, bc), q, func(h func()) { hooks = append(hooks, h) })
+		bc.done = true
 		if err != nil {
 			// A failure SQLite answered by rolling back the whole
 			// transaction (disk full, I/O error) leaves no savepoint: then
 			// nothing of the batch is committed.
-			if _, rbErr := q.ExecContext(ctx, "ROLLBACK TO groupcommit"); rbErr != nil {
+			if rbErr := rollbackTo(); rbErr != nil {
 				abort(err)
 				return
 			}
 		}
-		if _, relErr := q.ExecContext(ctx, "RELEASE groupcommit"); relErr != nil {
+		if relErr := release(); relErr != nil {
 			abort(relErr)
 			return
 		}
@@ -186,11 +256,35 @@ func (w *Writer[Q]) run(batch []*job[Q]) {
 			continue
 		}
 		j.hooks = hooks
+		before = append(before, bc.fns...)
 		committed = append(committed, j)
 	}
-	if err := commit(); err != nil {
-		_ = rollback()
+	for _, fn := range before {
+		if err := fn(); err != nil {
+			_ = t.Rollback()
+			failAll(committed, err)
+			return
+		}
+	}
+	if err := t.Commit(); err != nil {
+		_ = t.Rollback()
 		failAll(committed, fmt.Errorf("commit: %w", err))
+	}
+}
+
+func noop() error { return nil }
+
+// errAlone makes a lone job's failure roll back its whole transaction.
+var errAlone = errors.New("no savepoint")
+
+// orExec is f, or running query on q when f is nil.
+func orExec[Q Execer](ctx context.Context, q Q, f func() error, query string) func() error {
+	if f != nil {
+		return f
+	}
+	return func() error {
+		_, err := q.ExecContext(ctx, query)
+		return err
 	}
 }
 
