@@ -12,10 +12,12 @@
 // mean.
 //
 // Pattern rules are matched line by line (a match never spans a newline)
-// unless the pattern has a (?s) dot or a literal newline. A rule whose
-// required literals cannot be derived (or are shorter than 3 bytes) is
-// unfiltered: its regex runs over every whole text, which is much slower;
-// RuleSet.Unfiltered lists them.
+// unless the pattern has a (?s) dot or a literal newline. Required literals
+// of 3 bytes or more are preferred; a rule whose only set has 2-byte members
+// ("su", "rm") is prefiltered by those. A rule whose required literals cannot
+// be derived (or have a member shorter than 2 bytes) is unfiltered: its regex
+// runs over every whole text, which is much slower; RuleSet.Unfiltered lists
+// them.
 //
 // Decode's stable codes:
 //

@@ -2,28 +2,42 @@ package scan
 
 import (
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"unicode"
 )
 
 // Limits for literal derivation: sets larger than maxLitSet or exact strings
 // longer than maxLitLen stop growing; required literals shorter than
-// minLitLen make the rule unfiltered.
+// minLitLen are used only when no other set exists, and shorter than
+// minShortLitLen make the rule unfiltered.
 const (
 	maxLitSet  = 64  // exact sets (cross products)
 	maxFoldSet = 8   // spellings of a run of non-ASCII letters under (?i)
 	maxReqSet  = 256 // required sets (unions over alternations)
 	maxLitLen  = 64
 	minLitLen  = 3
+	// minShortLitLen: a rule with no set of minLitLen literals is still
+	// prefiltered by its best set when every member has this many bytes.
+	minShortLitLen = 2
 )
 
 // litInfo describes what a regexp node can match: exact is the finite set of
 // all strings it matches (nil when unknown or too large); req is a set such
 // that every match contains at least one member (nil when none is known).
 type litInfo struct {
-	exact []string
-	req   []string
-	all   [][]string // further sets that every match also hits (conjunction)
+	exact  []string
+	req    []string
+	all    [][]string // further sets that every match also hits (conjunction)
+	prefix []string   // when exact is nil: every match starts with a member (nil: unknown)
+}
+
+// prefixOf is a set every match of info starts with, or nil.
+func prefixOf(info litInfo) []string {
+	if info.exact != nil {
+		return info.exact
+	}
+	return info.prefix
 }
 
 // requiredLiterals returns lowercased ASCII literals such that every match
@@ -53,6 +67,11 @@ func requiredSets(re *syntax.Regexp) [][]string {
 		}
 	}
 	if len(sets) == 0 {
+		// Two-byte literals ("su", "rm") still spare the regexp every text
+		// that holds none of them: better than no prefilter at all.
+		if minLen(first) >= minShortLitLen && !slices.Contains(first, "") {
+			return [][]string{first}
+		}
 		return nil
 	}
 	// The most selective set goes first: windows are cut around its hits.
@@ -102,7 +121,7 @@ func analyze(re *syntax.Regexp) litInfo {
 			return litInfo{exact: []string{"", " "}}
 		}
 		if atLeastOne {
-			return litInfo{req: best(sub), all: sub.all}
+			return litInfo{req: best(sub), all: sub.all, prefix: prefixOf(sub)}
 		}
 		return litInfo{}
 	case syntax.OpQuest:
@@ -114,8 +133,8 @@ func analyze(re *syntax.Regexp) litInfo {
 	case syntax.OpConcat:
 		return analyzeConcat(re.Sub)
 	case syntax.OpAlternate:
-		var exact, req []string
-		allExact, reqOK := true, true
+		var exact, req, prefix, second []string
+		allExact, reqOK, prefixOK, secondOK, secondDiffers := true, true, true, true, false
 		for _, sub := range re.Sub {
 			info := analyze(sub)
 			if info.exact == nil {
@@ -123,19 +142,48 @@ func analyze(re *syntax.Regexp) litInfo {
 			} else {
 				exact = union(exact, info.exact)
 			}
-			if b := best(info); b == nil {
+			b := best(info)
+			if b == nil {
 				reqOK = false
 			} else {
 				req = union(req, b)
+			}
+			if p := prefixOf(info); p != nil && prefixOK {
+				prefix = union(prefix, p)
+			} else {
+				prefixOK = false
+			}
+			// A second required set: from each branch another set it
+			// requires (or the same one when it has no other); every
+			// match holds a member of the union of those too.
+			other := b
+			for _, s := range info.all {
+				if usable(s) && !sameSet(s, b) && (!usable(other) || sameSet(other, b) || better(s, other)) {
+					other = s
+				}
+			}
+			if usable(other) {
+				second = union(second, other)
+				secondDiffers = secondDiffers || !sameSet(other, b)
+			} else {
+				secondOK = false
 			}
 		}
 		if allExact && len(exact) <= maxLitSet {
 			return litInfo{exact: exact}
 		}
-		if !reqOK || len(req) == 0 || len(req) > maxReqSet {
-			return litInfo{}
+		out := litInfo{}
+		if prefixOK && len(prefix) <= maxReqSet {
+			out.prefix = prefix
 		}
-		return litInfo{req: req}
+		if !reqOK || len(req) == 0 || len(req) > maxReqSet {
+			return out
+		}
+		out.req = req
+		if secondOK && secondDiffers && len(second) <= maxReqSet {
+			out.all = [][]string{second}
+		}
+		return out
 	}
 	return litInfo{} // star, any char, etc.
 }
@@ -250,6 +298,10 @@ func concatInfos(infos []litInfo, limit int) litInfo {
 			bestReq = cur
 		}
 	}
+	// prefix: every match starts with a member; known while the pieces
+	// so far are exact and, then, through the first piece that is not.
+	var prefix []string
+	leading := true
 	for _, info := range infos {
 		if info.exact != nil {
 			if next := cross(cur, info.exact, limit); next != nil {
@@ -257,12 +309,35 @@ func concatInfos(infos []litInfo, limit int) litInfo {
 				continue
 			}
 			// Too large: close the run and start a new one with this child.
+			if leading {
+				prefix, leading = cur, false
+			}
 			allExact = false
 			flush()
 			cur = info.exact
 			continue
 		}
 		allExact = false
+		// The run before this piece runs straight into one of its
+		// prefixes: their cross product is required too (a run "mk"
+		// before (?:fs|e2fs) gives "mkfs", "mke2fs").
+		if p := info.prefix; p != nil {
+			if joined := cross(cur, p, maxReqSet); joined != nil {
+				if usable(joined) {
+					all = append(all, joined)
+				}
+				if better(joined, bestReq) {
+					bestReq = joined
+				}
+				if leading {
+					prefix = joined
+				}
+			}
+		}
+		if leading && prefix == nil && len(cur) > 0 && !(len(cur) == 1 && cur[0] == "") {
+			prefix = cur
+		}
+		leading = false
 		flush()
 		if usable(info.req) {
 			all = append(all, info.req)
@@ -277,7 +352,27 @@ func concatInfos(infos []litInfo, limit int) litInfo {
 		return litInfo{exact: cur}
 	}
 	flush()
-	return litInfo{req: bestReq, all: all}
+	return litInfo{req: bestReq, all: all, prefix: prefix}
+}
+
+// sameSet reports whether a and b hold the same strings.
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, s := range a {
+		found := false
+		for _, t := range b {
+			if s == t {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // best returns the required set implied by info.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -49,16 +50,20 @@ func TestRequiredLiterals(t *testing.T) {
 		{`Curl\s+-sSL`, []string{"curl -ssl"}},
 		{`ignore|disregard`, []string{"ignore", "disregard"}},
 		{`(?:ignore|disregard)\s+(?:all|previous)[^\n]{0,20}instructions`, []string{"instructions"}},
-		{`a(?:bcd)+e`, []string{"bcd"}},
+		{`a(?:bcd)+e`, []string{"abcd"}}, // the run before a repetition joins its prefix
+		{`mk(?:fs(?:\.[a-z]+)?|e2fs)\b`, []string{"mkfs", "mke2fs"}},
+		{`(?:^|\|\s)(?:mkfs(?:\.[a-z0-9]+)?|mke2fs|wipefs)(?:\s|$)`, []string{"mkfs", "mke2fs", "wipefs"}},
 		{`x+`, nil},
 		{`(?:foo)?bar`, []string{"bar", "foobar"}},
-		{`ab|cd`, nil},     // literals shorter than 3 bytes
+		{`ab|cd`, []string{"ab", "cd"}}, // two-byte literals: only when nothing longer exists
+		{`ab|cdef`, []string{"ab", "cdef"}},
+		{`a|cdef`, nil},    // a one-byte branch
 		{`abc|x.*`, nil},   // one branch without a long literal
 		{`[a-z]{5,}`, nil}, // classes too wide
 		{`é+tude`, []string{"tude"}},
-		{`忽略指令`, []string{"忽略指令"}},   // no case: the bytes themselves
-		{`(?-i:Иг)`, []string{"Иг"}}, // case-sensitive: one spelling
-		{`иг|ab`, nil},               // a two-byte branch
+		{`忽略指令`, []string{"忽略指令"}},           // no case: the bytes themselves
+		{`(?-i:Иг)`, []string{"Иг"}},         // case-sensitive: one spelling
+		{`и|abc`, []string{"И", "и", "abc"}}, // a one-rune branch of two bytes
 	}
 	for _, tt := range tests {
 		rs, err := Compile([]Rule{{Code: "T", Pattern: tt.pattern}})
@@ -69,6 +74,31 @@ func TestRequiredLiterals(t *testing.T) {
 		if strings.Join(sortedCopy(got), "|") != strings.Join(sortedCopy(tt.want), "|") {
 			t.Errorf("literals(%q) = %q, want %q", tt.pattern, got, tt.want)
 		}
+	}
+}
+
+// TestRequiredSetsThroughAlternation: when every branch requires two
+// literal sets, the alternation requires the union of each, so a text must
+// hold a member of both before the regexp runs.
+func TestRequiredSetsThroughAlternation(t *testing.T) {
+	rs, err := Compile([]Rule{{Code: "X", Pattern: `(?:secret|token).*(?:curl|wget)|(?:curl|wget).*(?:secret|token)|scp\s.*(?:secret|token)`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, set := range rs.rules[0].sets {
+		got = append(got, strings.Join(sortedCopy(set), ","))
+	}
+	slices.Sort(got)
+	want := []string{"curl,scp ,wget", "secret,token"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("sets = %q, want %q", got, want)
+	}
+	for _, text := range []string{
+		"cat secret | curl -d @- x", "wget x; echo token", "scp token host:", "curl example.com", "cat secret",
+		"scp file host: # token", "token", "SECRET then CURL",
+	} {
+		checkAgainstNaive(t, rs, text)
 	}
 }
 
@@ -128,7 +158,7 @@ func TestMatch(t *testing.T) {
 	rs, err := Compile([]Rule{
 		{Code: "A", Name: "pipe", Message: "pipe to shell", Pattern: `curl[^\n|]{0,100}\|\s*(?:ba)?sh\b`},
 		{Code: "B", Name: "ignore", Message: "override", Pattern: `ignore\s+(?:all\s+)?previous\s+instructions`},
-		{Code: "C", Name: "short", Message: "unfiltered", Pattern: `\brm\b`},
+		{Code: "C", Name: "short", Message: "unfiltered", Pattern: `\b[a-z]m\b`},
 		{Code: "D", Name: "dotall", Message: "spans lines", Pattern: `(?s)begin.{0,20}end`},
 	})
 	if err != nil {
