@@ -218,7 +218,7 @@ func (rs *RuleSet) Match(texts []Text) []Match {
 				continue // some required literal is missing from the text
 			}
 			for _, w := range wins[ri] {
-				loc := r.re.FindStringIndex(t.Text[w.start:w.end])
+				loc := r.find(t.Text[w.start:w.end])
 				if loc == nil {
 					continue
 				}
@@ -290,4 +290,25 @@ func forwardRunes(s string, i, n int) int {
 		i += size
 	}
 	return i
+}
+
+// find runs the rule's regexp over a window. A line-local rule (the rules
+// are matched line by line unless they span lines) runs over each line of
+// a window that holds several: a whole text, when the rule has no literal
+// prefilter or the text folds beyond ASCII; windows cut around literal hits
+// never hold a newline. So ^ and $ mean the ends of a line either way.
+func (r *compiledRule) find(s string) []int {
+	if r.multiline || strings.IndexByte(s, '\n') < 0 {
+		return r.re.FindStringIndex(s)
+	}
+	for off := 0; ; {
+		line, _, more := strings.Cut(s[off:], "\n")
+		if loc := r.re.FindStringIndex(line); loc != nil {
+			return []int{off + loc[0], off + loc[1]}
+		}
+		if !more {
+			return nil
+		}
+		off += len(line) + 1
+	}
 }
