@@ -41,8 +41,12 @@ import (
 //	"decoded_hits"       pattern matches over what they decode to
 //	"injection_hits"     the pattern and decoded hits of class "injection" in the
 //	                     untrusted blocks (where "context.")
+//	"deobfuscated_hits"  the injection rules over the untrusted blocks once
+//	                     de-obfuscated (toolgate.deobfuscate: spaced-out letters
+//	                     joined, leetspeak read as letters), without the hits the
+//	                     plain text already gave (same code and where)
 //
-// The last four are computed only when untrusted text is in view, and are
+// The last five are computed only when untrusted text is in view, and are
 // empty otherwise.
 func init() {
 	rego.RegisterBuiltin2(&rego.Function{
@@ -156,7 +160,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	dangerHits := matchTerms(dangerRules, danger)
 
 	empty := ast.ArrayTerm()
-	patternHits, encodedTerm, decodedHits, injectionHits := empty, empty, empty, empty
+	patternHits, encodedTerm, decodedHits, injectionHits, disguisedHits := empty, empty, empty, empty, empty
 	if len(untrusted) > 0 {
 		patterns, err := compiledFor(valueOf(opts, "patterns"))
 		if err != nil {
@@ -171,9 +175,14 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 			scanned["arguments"] = at
 		}
 		var injection []*ast.Term
+		plain := map[[2]string]bool{} // code and where of each injection hit
+		isInjection := func(m scan.Match) bool {
+			return patterns.class[m.Code] == "injection" && strings.HasPrefix(m.Where, "context.")
+		}
 		hits := matchTerms(patterns, scanned, func(m scan.Match, t *ast.Term) {
-			if patterns.class[m.Code] == "injection" && strings.HasPrefix(m.Where, "context.") {
+			if isInjection(m) {
 				injection = append(injection, t)
+				plain[[2]string{m.Code, m.Where}] = true
 			}
 		})
 		decoded := map[string][]scan.Text{}
@@ -185,11 +194,32 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 			}
 		}
 		dhits := matchTerms(patterns, decoded, func(m scan.Match, t *ast.Term) {
-			if patterns.class[m.Code] == "injection" && strings.HasPrefix(m.Where, "context.") {
+			if isInjection(m) {
 				injection = append(injection, t)
+				plain[[2]string{m.Code, m.Where}] = true
 			}
 		})
-		patternHits, encodedTerm, decodedHits, injectionHits = hits, ast.ArrayTerm(enc...), dhits, ast.ArrayTerm(injection...)
+		// Disguised injection language: only what the plain text did not
+		// already show counts.
+		var forms []scan.Text
+		for _, u := range untrusted {
+			for _, f := range scan.Deobfuscate(u.Text) {
+				forms = append(forms, scan.Text{Where: u.Where, Text: f})
+			}
+		}
+		var disguised []*ast.Term
+		if len(forms) > 0 {
+			seen := map[[3]string]bool{}
+			matchTerms(patterns, map[string][]scan.Text{"context": forms}, func(m scan.Match, t *ast.Term) {
+				k := [3]string{m.Code, m.Where, m.Excerpt}
+				if isInjection(m) && !plain[[2]string{m.Code, m.Where}] && !seen[k] {
+					seen[k] = true
+					disguised = append(disguised, t)
+				}
+			})
+		}
+		patternHits, encodedTerm, decodedHits = hits, ast.ArrayTerm(enc...), dhits
+		injectionHits, disguisedHits = ast.ArrayTerm(injection...), ast.ArrayTerm(disguised...)
 	}
 
 	return ast.ObjectTerm(
@@ -204,6 +234,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		ast.Item(keyTerm("encoded"), encodedTerm),
 		ast.Item(keyTerm("decoded_hits"), decodedHits),
 		ast.Item(keyTerm("injection_hits"), injectionHits),
+		ast.Item(keyTerm("deobfuscated_hits"), disguisedHits),
 	), nil
 }
 

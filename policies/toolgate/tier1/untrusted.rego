@@ -69,36 +69,20 @@ provenance := toolgate.provenance(facts.control_arguments, facts.texts.trusted, 
 # facts.injection_hits: injection language (patterns of class "injection")
 # in the untrusted blocks, or in what they decode to.
 
-# Disguised injection language: the injection rules also run over the
-# untrusted text with spaced-out letters joined and leetspeak read as
-# letters ("i g n o r e  a l l  p r e v i o u s", "1gn0r3 pr3v10us"). Only
-# what the plain text did not already show counts here.
-deobfuscated := toolgate.deobfuscate(facts.texts.untrusted)
-
-deobfuscated_hits contains m if {
-	has_untrusted
-	count(deobfuscated) > 0
-	some m in toolgate.match(deobfuscated, patterns)
-	m.class == "injection"
-	startswith(m.where, "context.")
-	not plain_hit(m)
-}
-
-plain_hit(m) if {
-	some h in facts.injection_hits
-	h.code == m.code
-	h.where == m.where
-}
+# Disguised injection language (facts.deobfuscated_hits): the injection
+# rules also run over the untrusted text with spaced-out letters joined and
+# leetspeak read as letters ("i g n o r e  a l l  p r e v i o u s",
+# "1gn0r3 pr3v10us"). Only what the plain text did not already show counts.
 
 injection_in_context if count(facts.injection_hits) > 0
 
-injection_in_context if count(deobfuscated_hits) > 0
+injection_in_context if count(facts.deobfuscated_hits) > 0
 
 suspicious if count(facts.pattern_hits) > 0
 
 suspicious if count(facts.encoded) > 0
 
-suspicious if count(deobfuscated_hits) > 0
+suspicious if count(facts.deobfuscated_hits) > 0
 
 suspicious if count(provenance) > 0
 
@@ -134,7 +118,7 @@ reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s",
 
 reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s, once de-obfuscated", [m.message, m.where]), "where": m.where, "decision": "escalate"} if {
 	input.context.blocks[0]
-	some m in deobfuscated_hits
+	some m in facts.deobfuscated_hits
 }
 
 reasons contains {"code": "UNTRUSTED-003", "rule": "untrusted_context", "message": sprintf("untrusted context in view; nothing suspicious found for %s-risk tool %q", [risk, input.action.type]), "where": "context.blocks", "decision": "allow"} if {
