@@ -56,9 +56,8 @@ type compiledRule struct {
 // most MaxPatternLen bytes that cannot match the empty string; codes must be
 // non-empty and unique. Errors name the rule's code.
 func Compile(rules []Rule) (*RuleSet, error) {
-	rs := &RuleSet{}
 	seen := make(map[string]bool, len(rules))
-	var lits []string
+	compiled := make([]compiledRule, 0, len(rules))
 	var errs []error
 	for i, r := range rules {
 		cr, err := compileRule(r)
@@ -74,8 +73,34 @@ func Compile(rules []Rule) (*RuleSet, error) {
 			continue
 		}
 		seen[r.Code] = true
-		idx := len(rs.rules)
-		rs.rules = append(rs.rules, cr)
+		compiled = append(compiled, cr)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return newRuleSet(compiled), nil
+}
+
+// Subset returns the rules of rs for which keep holds, as a RuleSet of its
+// own, without compiling their patterns again (only the literal automaton
+// is built anew). It serves rule sets split by scope: each scope's set
+// shares the rules that apply everywhere.
+func (rs *RuleSet) Subset(keep func(Rule) bool) *RuleSet {
+	var kept []compiledRule
+	for _, cr := range rs.rules {
+		if keep(cr.Rule) {
+			kept = append(kept, cr)
+		}
+	}
+	return newRuleSet(kept)
+}
+
+// newRuleSet indexes compiled rules: their literals in one automaton, the
+// rules without any listed as unfiltered.
+func newRuleSet(rules []compiledRule) *RuleSet {
+	rs := &RuleSet{rules: rules}
+	var lits []string
+	for idx, cr := range rules {
 		if len(cr.sets) == 0 {
 			rs.unfiltered = append(rs.unfiltered, idx)
 			continue
@@ -88,40 +113,8 @@ func Compile(rules []Rule) (*RuleSet, error) {
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
 	rs.ac = newAC(lits)
-	return rs, nil
-}
-
-// Subset returns the rules of rs for which keep holds, as a RuleSet of its
-// own, without compiling their patterns again (only the literal automaton
-// is built anew). It serves rule sets split by scope: each scope's set
-// shares the rules that apply everywhere.
-func (rs *RuleSet) Subset(keep func(Rule) bool) *RuleSet {
-	sub := &RuleSet{}
-	var lits []string
-	for _, cr := range rs.rules {
-		if !keep(cr.Rule) {
-			continue
-		}
-		idx := len(sub.rules)
-		sub.rules = append(sub.rules, cr)
-		if len(cr.sets) == 0 {
-			sub.unfiltered = append(sub.unfiltered, idx)
-			continue
-		}
-		for si, set := range cr.sets {
-			for _, l := range set {
-				lits = append(lits, l)
-				sub.litRule = append(sub.litRule, idx)
-				sub.litSet = append(sub.litSet, si)
-			}
-		}
-	}
-	sub.ac = newAC(lits)
-	return sub
+	return rs
 }
 
 func compileRule(r Rule) (compiledRule, error) {
