@@ -34,18 +34,30 @@ reasons contains {"code": "ACTION-001", "rule": "unknown_action", "message": spr
 	not known_tool
 }
 
-# Tool permissions: the registered agent's (from state), else the config's
-# agent_tools entry for this agent id; undefined (no limits) without either.
-agent_tools := {"allowed": object.get(input.facts.agent, "allowed_tools", []), "blocked": object.get(input.facts.agent, "blocked_tools", [])} if {
-	input.facts.agent.registered
-} else := config.agent_tools[input.agent.id]
-
+# Tool permissions: a registered agent's lists from state (the engine
+# leaves a list out when it is empty: OPA's rule index then skips its rule),
+# else the config's agent_tools entry for this agent id. No list, no limit.
 reasons contains {"code": "TOOL-001", "rule": "blocked_tool", "message": sprintf("tool %q is blocked for agent %q", [input.action.type, input.agent.id]), "where": "action.type", "decision": "deny"} if {
-	input.action.type in object.get(agent_tools, "blocked", [])
+	input.facts.agent.blocked_tools
+	input.facts.agent.registered
+	input.action.type in input.facts.agent.blocked_tools
 }
 
 reasons contains {"code": "TOOL-001", "rule": "blocked_tool", "message": sprintf("tool %q is not among agent %q's allowed tools", [input.action.type, input.agent.id]), "where": "action.type", "decision": "deny"} if {
-	allowed := object.get(agent_tools, "allowed", [])
+	input.facts.agent.allowed_tools
+	input.facts.agent.registered
+	count(input.facts.agent.allowed_tools) > 0
+	not input.action.type in input.facts.agent.allowed_tools
+}
+
+reasons contains {"code": "TOOL-001", "rule": "blocked_tool", "message": sprintf("tool %q is blocked for agent %q", [input.action.type, input.agent.id]), "where": "action.type", "decision": "deny"} if {
+	not input.facts.agent.registered
+	input.action.type in config.agent_tools[input.agent.id].blocked
+}
+
+reasons contains {"code": "TOOL-001", "rule": "blocked_tool", "message": sprintf("tool %q is not among agent %q's allowed tools", [input.action.type, input.agent.id]), "where": "action.type", "decision": "deny"} if {
+	not input.facts.agent.registered
+	allowed := config.agent_tools[input.agent.id].allowed
 	count(allowed) > 0
 	not input.action.type in allowed
 }

@@ -76,3 +76,22 @@ test_deny_beats_pending if {
 test_no_reasons_no_decision if {
 	not tier1.decision.decision with tier1.reasons as set()
 }
+
+test_registered_allowed_tools_exclude_others if {
+	r := with_facts(req("trusted", "bash", {"command": "ls"}, []), {"agent": {"registered": true, "trust_level": "trusted", "allowed_tools": ["file_read"]}})
+	d := tier1.decision with input as r
+	"TOOL-001" in codes(d)
+}
+
+test_registered_allowed_tools_include if {
+	r := with_facts(req("trusted", "file_read", {"path": "README.md"}, []), {"agent": {"registered": true, "trust_level": "trusted", "allowed_tools": ["file_read"]}})
+	d := tier1.decision with input as r
+	not "TOOL-001" in codes(d)
+}
+
+test_registered_agent_ignores_config_tools if {
+	r := with_facts(req("trusted", "bash", {"command": "ls"}, []), {"agent": {"registered": true, "trust_level": "trusted"}})
+	d := tier1.decision with input as r
+		with data.toolgate.config.agent_tools as {"agent_t": {"blocked": ["bash"]}}
+	not "TOOL-001" in codes(d)
+}
