@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -293,4 +295,20 @@ func (r *queueRef) MaxPerHour() int {
 		return q.MaxPerHour()
 	}
 	return supervisor.DefaultMaxPerHour
+}
+
+// GCPercent is the garbage collector's target `toolgate serve` runs with
+// when the GOGC environment variable is not set. The server's live heap is
+// small (about 10 MiB) and every decision allocates some 30 KiB in OPA, so at
+// Go's default of 100 the collector ran every few hundred decisions; at 400
+// the 8-client load test (audit on) decides about 10% more per second, for
+// some 25 MiB more resident memory. GOGC, when set, wins.
+const GCPercent = 400
+
+// TuneGC applies GCPercent unless GOGC is set. Commands that run a server
+// call it; a library embedding the server keeps its own setting.
+func TuneGC() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(GCPercent)
+	}
 }

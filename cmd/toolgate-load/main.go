@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -54,6 +55,7 @@ type options struct {
 }
 
 func main() {
+	server.TuneGC() // as toolgate serve does
 	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "toolgate-load:", err)
 		os.Exit(1)
@@ -106,7 +108,9 @@ func run(args []string, out io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	fmt.Fprintf(out, "toolgate-load: GOMAXPROCS=%d, %s per level, loopback only\n", runtime.GOMAXPROCS(0), o.duration)
+	gc := debug.SetGCPercent(100)
+	debug.SetGCPercent(gc)
+	fmt.Fprintf(out, "toolgate-load: GOMAXPROCS=%d, GC percent %d, %s per level, loopback only\n", runtime.GOMAXPROCS(0), gc, o.duration)
 	results := map[string][]result{}
 	for _, withAudit := range audits {
 		name := "toolgate, audit on"

@@ -47,6 +47,7 @@ then exits 0; pending approvals stay in the database.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			server.TuneGC()
 			cfg, err := f.policy.loadConfig()
 			if err != nil {
 				return err
