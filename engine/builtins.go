@@ -342,11 +342,9 @@ func compileRules(v ast.Value) (*compiledRules, error) {
 	if !ok {
 		return nil, fmt.Errorf("rules must be an array")
 	}
-	type scoped struct {
-		rule  scan.Rule
-		scope string
-	}
-	all := make([]scoped, 0, arr.Len())
+	c := &compiledRules{rules: v, byScope: map[string]*scan.RuleSet{}, extra: map[string][][2]*ast.Term{}, class: map[string]string{}}
+	rules := make([]scan.Rule, 0, arr.Len())
+	scopeOf := make(map[string]string, arr.Len()) // code → scope, "" for every scope
 	scopes := map[string]bool{}
 	for i := 0; i < arr.Len(); i++ {
 		e := arr.Elem(i).Value
@@ -364,29 +362,19 @@ func compileRules(v ast.Value) (*compiledRules, error) {
 		if scope != "" {
 			scopes[scope] = true
 		}
-		all = append(all, scoped{r, scope})
-	}
-	c := &compiledRules{rules: v, byScope: map[string]*scan.RuleSet{}, extra: map[string][][2]*ast.Term{}, class: map[string]string{}}
-	for i := 0; i < arr.Len(); i++ {
-		e := arr.Elem(i).Value
+		rules = append(rules, r)
+		scopeOf[r.Code] = scope
 		for _, k := range matchExtras {
 			if val := stringField(e, k); val != "" {
-				code := stringField(e, "code")
-				c.extra[code] = append(c.extra[code], ast.Item(keyTerm(k), ast.StringTerm(val)))
+				c.extra[r.Code] = append(c.extra[r.Code], ast.Item(keyTerm(k), ast.StringTerm(val)))
 				if k == "class" {
-					c.class[code] = val
+					c.class[r.Code] = val
 				}
 			}
 		}
 	}
 	// Every pattern is compiled once; each scope's set is a subset of them
 	// (the unscoped rules and its own).
-	rules := make([]scan.Rule, len(all))
-	scopeOf := make(map[string]string, len(all))
-	for i, s := range all {
-		rules[i] = s.rule
-		scopeOf[s.rule.Code] = s.scope
-	}
 	full, err := scan.Compile(rules)
 	if err != nil {
 		return nil, err
