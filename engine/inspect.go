@@ -179,12 +179,13 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		isInjection := func(m scan.Match) bool {
 			return patterns.class[m.Code] == "injection" && strings.HasPrefix(m.Where, "context.")
 		}
-		hits := matchTerms(patterns, scanned, func(m scan.Match, t *ast.Term) {
+		collect := func(m scan.Match, t *ast.Term) {
 			if isInjection(m) {
 				injection = append(injection, t)
 				plain[[2]string{m.Code, m.Where}] = true
 			}
-		})
+		}
+		hits := matchTerms(patterns, scanned, collect)
 		decoded := map[string][]scan.Text{}
 		var enc []*ast.Term
 		for _, scope := range sortedKeys(scanned) {
@@ -193,12 +194,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 				decoded[scope] = append(decoded[scope], scan.Text{Where: f.Where, Text: f.Decoded})
 			}
 		}
-		dhits := matchTerms(patterns, decoded, func(m scan.Match, t *ast.Term) {
-			if isInjection(m) {
-				injection = append(injection, t)
-				plain[[2]string{m.Code, m.Where}] = true
-			}
-		})
+		dhits := matchTerms(patterns, decoded, collect)
 		// Disguised injection language: only what the plain text did not
 		// already show counts.
 		var forms []scan.Text
