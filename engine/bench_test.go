@@ -56,32 +56,29 @@ func BenchmarkEvaluate(b *testing.B) {
 	if _, err := e.Evaluate(ctx, benchRequest(1<<10), nil); err != nil {
 		b.Fatal(err)
 	}
-	for _, n := range benchSizes {
-		req := benchRequest(n)
-		b.Run(sizeName(n), func(b *testing.B) {
-			b.SetBytes(int64(n))
-			b.ReportAllocs()
-			for b.Loop() {
-				d, err := e.Evaluate(ctx, req, nil)
-				if err != nil || d.Outcome != schema.Allow {
-					b.Fatalf("%v %v", d, err)
-				}
-			}
-		})
-	}
+	bySize(b, func(req *schema.Request) (schema.Outcome, error) {
+		d, err := e.Evaluate(ctx, req, nil)
+		return d.Outcome, err
+	})
 }
 
 // BenchmarkBaseline: the same checks in plain Go, for the ratio.
 func BenchmarkBaseline(b *testing.B) {
 	base := newBaseline(b)
+	bySize(b, func(req *schema.Request) (schema.Outcome, error) { return base.decide(req), nil })
+}
+
+// bySize runs decide on the benchmark request at each context size; every
+// decision must be an allow.
+func bySize(b *testing.B, decide func(*schema.Request) (schema.Outcome, error)) {
 	for _, n := range benchSizes {
 		req := benchRequest(n)
 		b.Run(sizeName(n), func(b *testing.B) {
 			b.SetBytes(int64(n))
 			b.ReportAllocs()
 			for b.Loop() {
-				if out := base.decide(req); out != schema.Allow {
-					b.Fatalf("baseline: %s", out)
+				if out, err := decide(req); err != nil || out != schema.Allow {
+					b.Fatalf("%s %v", out, err)
 				}
 			}
 		})
@@ -184,6 +181,9 @@ func newBaseline(tb testing.TB) *baseline {
 	return b
 }
 
+// outcomeRank is the default precedence: deny > pending > escalate > allow.
+var outcomeRank = map[schema.Outcome]int{schema.Allow: 0, schema.Escalate: 1, schema.Pending: 2, schema.Deny: 3}
+
 var pathScopes = map[string]string{"read": "read_path", "search": "read_path", "write": "write_path", "vcs": "write_path", "delete": "delete_path"}
 
 func (b *baseline) decide(req *schema.Request) schema.Outcome {
@@ -192,9 +192,8 @@ func (b *baseline) decide(req *schema.Request) schema.Outcome {
 		return schema.Deny
 	}
 	out := schema.Outcome(b.matrix[req.Agent.TrustLevel.String()][tool.Risk])
-	raise := func(o schema.Outcome) { // the stronger of out and o: deny > pending > escalate > allow
-		rank := map[schema.Outcome]int{schema.Allow: 0, schema.Escalate: 1, schema.Pending: 2, schema.Deny: 3}
-		if rank[o] > rank[out] {
+	raise := func(o schema.Outcome) { // the stronger of out and o
+		if outcomeRank[o] > outcomeRank[out] {
 			out = o
 		}
 	}
