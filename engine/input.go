@@ -184,7 +184,7 @@ var keys = func() map[string]*ast.Term {
 		"decision", "decoded", "decoded_hits", "deobfuscated_hits", "encoded", "encodings", "excerpt", "facts", "id",
 		"injection_hits", "key", "kind", "message", "name", "not_applied", "outbound_categories",
 		"path_key_parts", "path_scopes", "pattern", "pattern_hits", "patterns", "payload_keys",
-		"pre_action_state_hash", "scope", "source", "state_source", "step_number", "target", "text",
+		"pre_action_state_hash", "requested_actions", "scope", "spoofed_arguments", "verb", "action_verbs", "source", "state_source", "step_number", "target", "text",
 		"texts", "trust", "trust_level", "trusted", "type", "untrusted", "user_intent", "value", "where",
 	} {
 		m[k] = ast.StringTerm(k)

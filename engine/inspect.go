@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -26,11 +27,15 @@ import (
 //	"command_categories"  categories whose every string argument is a command
 //	"path_scopes"         category → scope of its path arguments (read_path, write_path...)
 //	"outbound_categories" categories whose arguments leave the host
+//	"action_verbs"        verbs a tool's name may carry (RequestedActions)
 //
 // It returns
 //
 //	"texts"              toolgate.texts(input)
 //	"control_arguments"  the argument texts whose key is not a payload key
+//	"spoofed_arguments"  zero-width or bidi characters and mixed-script
+//	                     homoglyph words in the control arguments
+//	                     (scan.Disguised), computed for every call
 //	"danger_hits"        danger matches over the danger texts: every string argument of a
 //	                     command category, written and canonical (scope "command");
 //	                     path arguments in their category's path scope, and also as
@@ -45,8 +50,11 @@ import (
 //	                     de-obfuscated (toolgate.deobfuscate: spaced-out letters
 //	                     joined, leetspeak read as letters), without the hits the
 //	                     plain text already gave (same code and where)
+//	"requested_actions"  [{"verb", "where"}]: verbs of the tool's name that
+//	                     the untrusted text asks for and the trusted text
+//	                     never mentions (scan.RequestedActions)
 //
-// The last five are computed only when untrusted text is in view, and are
+// The last six are computed only when untrusted text is in view, and are
 // empty otherwise.
 func init() {
 	rego.RegisterBuiltin2(&rego.Function{
@@ -102,6 +110,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	untrusted, trustedTerms := contextTexts(obj)
 	argTerms := make([]*ast.Term, len(args))
 	controlTerms := []*ast.Term{}
+	var control []scan.Text
 	for i, a := range args {
 		argTerms[i] = ast.ObjectTerm(
 			ast.Item(keyTerm("where"), ast.StringTerm(a.where)),
@@ -111,6 +120,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		)
 		if !contains(payloadKeys, string(a.key)) {
 			controlTerms = append(controlTerms, argTerms[i])
+			control = append(control, scan.Text{Where: a.where, Text: a.text})
 		}
 	}
 	untrustedTerms := make([]*ast.Term, len(untrusted))
@@ -159,9 +169,33 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	}
 	dangerHits := matchTerms(dangerRules, danger)
 
+	var spoofed []*ast.Term
+	for _, f := range scan.Disguised(control) {
+		spoofed = append(spoofed, findingTerm(f, "arguments"))
+	}
+
 	empty := ast.ArrayTerm()
-	patternHits, encodedTerm, decodedHits, injectionHits, disguisedHits := empty, empty, empty, empty, empty
+	patternHits, encodedTerm, decodedHits, injectionHits, disguisedHits, requestedTerm := empty, empty, empty, empty, empty, empty
 	if len(untrusted) > 0 {
+		verbs, err := verbsFor(getPath(opts, "action_verbs"))
+		if err != nil {
+			return nil, err
+		}
+		if verbs != nil {
+			trusted := make([]scan.Text, 0, len(trustedTerms))
+			for _, t := range trustedTerms {
+				trusted = append(trusted, scan.Text{Text: string(t.Value.(ast.String))})
+			}
+			tool, _ := getPath(obj, "action", "type").(ast.String)
+			var req []*ast.Term
+			for _, r := range verbs.RequestedActions(string(tool), trusted, untrusted) {
+				req = append(req, ast.ObjectTerm(
+					ast.Item(keyTerm("verb"), ast.StringTerm(r.Verb)),
+					ast.Item(keyTerm("where"), ast.StringTerm(r.Where)),
+				))
+			}
+			requestedTerm = ast.ArrayTerm(req...)
+		}
 		patterns, err := compiledFor(valueOf(opts, "patterns"))
 		if err != nil {
 			return nil, fmt.Errorf("toolgate.inspect: patterns: %w", err)
@@ -225,13 +259,72 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 			ast.Item(keyTerm("trusted"), ast.ArrayTerm(trustedTerms...)),
 		)),
 		ast.Item(keyTerm("control_arguments"), ast.ArrayTerm(controlTerms...)),
+		ast.Item(keyTerm("spoofed_arguments"), ast.ArrayTerm(spoofed...)),
 		ast.Item(keyTerm("danger_hits"), dangerHits),
 		ast.Item(keyTerm("pattern_hits"), patternHits),
 		ast.Item(keyTerm("encoded"), encodedTerm),
 		ast.Item(keyTerm("decoded_hits"), decodedHits),
 		ast.Item(keyTerm("injection_hits"), injectionHits),
 		ast.Item(keyTerm("deobfuscated_hits"), disguisedHits),
+		ast.Item(keyTerm("requested_actions"), requestedTerm),
 	), nil
+}
+
+// verbSets caches the prepared action_verbs option by its value: the policy
+// passes the same constant set on every decision. At most maxVerbSets
+// distinct sets are kept; others are prepared per call.
+var (
+	verbSets     sync.Map // hash → []verbSet; written under verbSetsMu
+	verbSetsMu   sync.Mutex
+	verbSetCount int
+)
+
+type verbSet struct {
+	v     ast.Value
+	verbs *scan.Verbs
+}
+
+const maxVerbSets = 16
+
+// verbsFor is the prepared action_verbs option v (an array or set of
+// strings), nil when v is absent.
+func verbsFor(v ast.Value) (*scan.Verbs, error) {
+	if v == nil {
+		return nil, nil
+	}
+	h := v.Hash()
+	find := func() *scan.Verbs {
+		if list, ok := verbSets.Load(h); ok {
+			for _, e := range list.([]verbSet) {
+				if e.v.Compare(v) == 0 {
+					return e.verbs
+				}
+			}
+		}
+		return nil
+	}
+	if verbs := find(); verbs != nil {
+		return verbs, nil
+	}
+	checked, err := stringsIn(ast.NewObject(ast.Item(keyTerm("action_verbs"), ast.NewTerm(v))), "action_verbs", true)
+	if err != nil {
+		return nil, err
+	}
+	var words []string
+	eachString(checked, func(s string) { words = append(words, s) })
+	verbs := scan.NewVerbs(words)
+	verbSetsMu.Lock()
+	defer verbSetsMu.Unlock()
+	if cached := find(); cached != nil {
+		return cached, nil
+	}
+	if verbSetCount < maxVerbSets {
+		verbSetCount++
+		list, _ := verbSets.Load(h)
+		prev, _ := list.([]verbSet)
+		verbSets.Store(h, append(prev[:len(prev):len(prev)], verbSet{v, verbs}))
+	}
+	return verbs, nil
 }
 
 func valueOf(obj ast.Object, key string) ast.Value {

@@ -5,9 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
+	"github.com/toolgate/toolgate/engine/scan"
 )
 
 // toolgate.inspect agrees with the single-purpose builtins it gathers.
@@ -84,3 +87,23 @@ func TestInspectOptions(t *testing.T) {
 }
 
 func storeFor(data map[string]any) storage.Store { return inmem.NewFromObject(data) }
+
+func TestVerbsFor(t *testing.T) {
+	set := ast.NewSet(ast.StringTerm("leave"), ast.StringTerm("move"))
+	a, err := verbsFor(set)
+	if err != nil || a == nil {
+		t.Fatalf("verbsFor(set) = %v, %v", a, err)
+	}
+	if b, _ := verbsFor(ast.NewSet(ast.StringTerm("move"), ast.StringTerm("leave"))); b != a {
+		t.Error("an equal set was prepared again, not taken from the cache")
+	}
+	if got := a.RequestedActions("leave_channel", nil, []scan.Text{{Where: "u", Text: "please leave"}}); len(got) != 1 || got[0].Verb != "leave" {
+		t.Errorf("RequestedActions = %v", got)
+	}
+	if v, err := verbsFor(nil); v != nil || err != nil {
+		t.Errorf("verbsFor(nil) = %v, %v", v, err)
+	}
+	if _, err := verbsFor(ast.NewArray(ast.IntNumberTerm(1))); err == nil || !strings.Contains(err.Error(), "action_verbs") {
+		t.Errorf("a number in action_verbs: err = %v", err)
+	}
+}

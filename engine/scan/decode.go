@@ -73,6 +73,22 @@ func Decode(texts []Text) []Finding {
 	return out
 }
 
+// Disguised reports only the disguised text in each text: zero-width and
+// bidi control characters (ENCODED-007, ENCODED-008) and mixed-script
+// homoglyph words (ENCODED-009), as Decode does, without looking for
+// encodings. It is cheap on ASCII text (one pass, nothing found).
+func Disguised(texts []Text) []Finding {
+	var out []Finding
+	for _, t := range texts {
+		if isASCII(t.Text) {
+			continue
+		}
+		out = append(out, invisibleFindings(t)...)
+		out = append(out, homoglyphFindings(t)...)
+	}
+	return out
+}
+
 type decoder struct {
 	budget int // decoded bytes left
 }

@@ -11,6 +11,8 @@
 #   has just read an injection may be following it whatever it calls next, so
 #   the call escalates (UNTRUSTED-004). This is a deliberate choice: ordinary
 #   untrusted content never stops a low-risk call; an injection does.
+# - A tool above low risk whose own action the untrusted text asks for, in
+#   words the trusted text never uses, escalates (UNTRUSTED-005).
 package toolgate.tier1
 
 import rego.v1
@@ -22,6 +24,10 @@ import rego.v1
 # pattern, encoding and injection hits over the arguments and untrusted blocks.
 # The danger options (see danger.rego) are written out here rather than as
 # rules of their own: constants in the call cost nothing per decision.
+# action_verbs are the verbs a tool's name may carry for the requested-action
+# check (facts.requested_actions, below): state-changing verbs that ordinary
+# text rarely uses. Verbs every document and source file is full of (create,
+# update, edit, change, open, execute...) are left out on purpose.
 facts := toolgate.inspect(input, {
 	"category": category,
 	"patterns": patterns,
@@ -31,6 +37,15 @@ facts := toolgate.inspect(input, {
 	"command_categories": {"shell", "code"},
 	"path_scopes": {"read": "read_path", "search": "read_path", "write": "write_path", "vcs": "write_path", "delete": "delete_path"},
 	"outbound_categories": {"network", "exfil", "communication"},
+	"action_verbs": {
+		"activate", "approve", "archive", "assign", "ban", "block", "book", "buy", "cancel",
+		"deactivate", "delete", "deposit", "destroy", "disable", "download", "drop", "enable", "erase",
+		"follow", "forward", "give", "grant", "install", "invite", "kick", "kill", "leave", "lock",
+		"merge", "move", "order", "pay", "post", "publish", "purchase", "push", "reboot", "refund",
+		"remove", "rename", "reset", "restart", "revoke", "schedule", "sell", "share", "shutdown",
+		"stop", "terminate", "transfer", "unassign", "unblock", "unfollow", "uninstall", "unlock",
+		"upload", "wipe", "withdraw",
+	},
 })
 
 has_untrusted if count(facts.texts.untrusted) > 0
@@ -86,6 +101,18 @@ suspicious if count(facts.deobfuscated_hits) > 0
 
 suspicious if count(provenance) > 0
 
+suspicious if requested_action
+
+# facts.requested_actions: verbs of the tool's own name ("leave" in
+# slack_leave_channel, one of the action_verbs above) that the
+# untrusted text uses while the trusted text (user, system, intent) uses
+# none of them: the data asked for this action, the user did not. Low-risk
+# tools are left alone, as for any untrusted content.
+requested_action if {
+	risk != "low"
+	count(facts.requested_actions) > 0
+}
+
 # Every rule below needs untrusted text, so a context block: each names
 # input.context.blocks[0] first, and OPA's rule index skips them all when the
 # request has no context (blocks are objects, so the line is true otherwise).
@@ -101,6 +128,7 @@ reasons contains {"code": "UNTRUSTED-002", "rule": "untrusted_context", "message
 	has_untrusted
 	not scrutinized
 	not injection_in_context
+	not requested_action
 }
 
 reasons contains {"code": "UNTRUSTED-004", "rule": "untrusted_context", "message": sprintf("the untrusted context carries injection language; %q may be following it", [input.action.type]), "where": "context.blocks", "decision": "escalate"} if {
@@ -144,6 +172,12 @@ reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s, 
 	input.context.blocks[0]
 	injection_concern
 	some m in facts.decoded_hits
+}
+
+reasons contains {"code": "UNTRUSTED-005", "rule": "requested_action", "message": sprintf("the untrusted text in %s asks to %s; the trusted text never does", [r.where, r.verb]), "where": r.where, "decision": "escalate"} if {
+	input.context.blocks[0]
+	requested_action
+	some r in facts.requested_actions
 }
 
 provenance_codes := {

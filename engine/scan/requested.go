@@ -1,0 +1,173 @@
+package scan
+
+import "strings"
+
+// RequestedAction is one of a tool's action verbs that the untrusted text
+// asks for while the trusted text never mentions any of them.
+type RequestedAction struct {
+	Verb  string // the verb, as in the verbs list
+	Where string // the first untrusted Text whose words include it
+}
+
+// MaxVerbWords bounds the words Verbs.RequestedActions reads from each text.
+const MaxVerbWords = 1 << 16
+
+// Verbs is a list of action verbs prepared for Verbs.RequestedActions. It is
+// immutable and safe for concurrent use.
+type Verbs struct {
+	byStem map[string]string // stem → the verb as listed
+}
+
+// NewVerbs prepares verbs (case-insensitive) for Verbs.RequestedActions.
+func NewVerbs(verbs []string) *Verbs {
+	v := &Verbs{byStem: make(map[string]string, len(verbs))}
+	for _, w := range verbs {
+		v.byStem[stem(strings.ToLower(w))] = w
+	}
+	return v
+}
+
+// RequestedActions reports the verbs of tool (the words of its name, split
+// at case changes, digits and punctuation: "SlackLeaveChannel" and
+// "slack_leave_channel" both give slack, leave, channel) that are in verbs
+// and appear as words in an untrusted text, when no trusted text mentions
+// any of the tool's verbs. Words are compared by a crude stem (lower case,
+// without -ing, -ed, -es, -s, a final e or a doubled final letter), so
+// "moving", "moved" and "moves" all ask for "move". An indirect injection
+// is an action the data asked for and the user did not: "Please leave the
+// #general channel" in an e-mail, then slack_leave_channel. Any input is
+// safe and the work is linear in the texts' length.
+func (v *Verbs) RequestedActions(tool string, trusted, untrusted []Text) []RequestedAction {
+	known := v.byStem
+	var want []string // the tool's verbs, by stem, in name order
+	for _, w := range nameWords(tool) {
+		st := stem(w)
+		if _, ok := known[st]; ok && !containsString(want, st) {
+			want = append(want, st)
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	for _, t := range trusted {
+		found := false
+		eachWord(t.Text, func(w []byte) bool {
+			for _, st := range want {
+				found = found || string(w) == st
+			}
+			return !found
+		})
+		if found {
+			return nil
+		}
+	}
+	var out []RequestedAction
+	for _, st := range want {
+		for _, t := range untrusted {
+			found := false
+			eachWord(t.Text, func(w []byte) bool {
+				found = string(w) == st
+				return !found
+			})
+			if found {
+				out = append(out, RequestedAction{Verb: known[st], Where: t.Where})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// nameWords splits a tool name into lower-case words at case changes
+// ("getHTTPData": get, http, data), digits and anything not a letter.
+func nameWords(name string) []string {
+	var words []string
+	start := -1
+	flush := func(end int) {
+		if start >= 0 && end > start {
+			words = append(words, strings.ToLower(name[start:end]))
+		}
+		start = -1
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !isLetterByte(c) {
+			flush(i)
+			continue
+		}
+		if start < 0 {
+			start = i
+			continue
+		}
+		upper := 'A' <= c && c <= 'Z'
+		prevLower := 'a' <= name[i-1] && name[i-1] <= 'z'
+		nextLower := i+1 < len(name) && 'a' <= name[i+1] && name[i+1] <= 'z'
+		prevUpper := 'A' <= name[i-1] && name[i-1] <= 'Z'
+		if upper && (prevLower || prevUpper && nextLower) {
+			flush(i)
+			start = i
+		}
+	}
+	flush(len(name))
+	return words
+}
+
+// eachWord calls f with the stem of each ASCII word of s (in a buffer f
+// must not keep), in order, until f returns false or MaxVerbWords words
+// were read. Words longer than 32 letters are skipped.
+func eachWord(s string, f func(stem []byte) bool) {
+	var buf [32]byte
+	n := 0
+	for i := 0; i < len(s) && n < MaxVerbWords; {
+		if !isLetterByte(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && isLetterByte(s[j]) {
+			j++
+		}
+		n++
+		if j-i <= len(buf) {
+			w := buf[:j-i]
+			for k := range w {
+				w[k] = s[i+k] | 0x20 // ASCII letters only: lower case
+			}
+			if !f(stemBytes(w)) {
+				return
+			}
+		}
+		i = j
+	}
+}
+
+// stem is a crude English stem of a lower-case word, enough to match a verb
+// with its inflections.
+func stem(w string) string { return string(stemBytes([]byte(w))) }
+
+func stemBytes(w []byte) []byte {
+	for _, suf := range suffixes {
+		if len(w) > len(suf)+2 && string(w[len(w)-len(suf):]) == suf {
+			w = w[:len(w)-len(suf)]
+			break
+		}
+	}
+	if len(w) > 3 && w[len(w)-1] == 'e' {
+		w = w[:len(w)-1]
+	}
+	if n := len(w); n > 3 && w[n-1] == w[n-2] {
+		w = w[:n-1]
+	}
+	return w
+}
+
+var suffixes = []string{"ing", "ed", "es", "s"}
+
+func containsString(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,16 @@
+# Disguised control arguments: a path, recipient, URL or command written with
+# zero-width or bidi control characters, or with a word mixing Latin letters
+# and Cyrillic or Greek look-alikes ("сonfig.yaml", "invoice\u202etxt.exe"),
+# acts on something other than what a reader sees. It escalates for every
+# tool, at every trust level, with or without untrusted context
+# (facts.spoofed_arguments: ENCODED-007..009 over the arguments whose key is
+# not a payload key). When a scrutinized tool has untrusted context in view,
+# the encoded-content rule of untrusted.rego reports them already.
+package toolgate.tier1
+
+import rego.v1
+
+reasons contains {"code": f.code, "rule": "spoofed_argument", "message": sprintf("%s: the argument is not what it looks like", [f.message]), "where": f.where, "decision": "escalate"} if {
+	some f in facts.spoofed_arguments
+	not injection_concern
+}
