@@ -518,6 +518,9 @@ var dangerPaths = []struct{ target, path, code string }{
 	{"delete_path", "~/.ssh", "DANGER-091"},
 	{"delete_path", "/home/alice/.aws/", "DANGER-091"},
 	{"delete_path", "$HOME/.gnupg/*", "DANGER-091"},
+	{"delete_path", ".openparallax/audit.jsonl", "DANGER-092"},
+	{"delete_path", "/srv/app/logs/audit-2024-05.log", "DANGER-092"},
+	{"delete_path", "/var/log/auth.log", "DANGER-092"},
 	// outbound: the arguments of network, e-mail and messaging tools.
 	{"outbound", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA", "DANGER-100"},
 	{"outbound", "keys: AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI", "DANGER-101"},
@@ -536,6 +539,9 @@ var dangerPaths = []struct{ target, path, code string }{
 var routinePaths = []struct{ target, path string }{
 	{"delete_path", "project/.ssh-notes.md"},
 	{"delete_path", "~/.sshrc.bak"},
+	{"delete_path", "src/audit/handler.go"},
+	{"delete_path", "docs/audit.md"},
+	{"delete_path", "build/app.log"},
 	{"read_path", "./src/main.go"},
 	{"read_path", "README.md"},
 	{"read_path", ".env.example"},
