@@ -399,7 +399,19 @@ func better(a, b []string) bool {
 	if ma != mb {
 		return ma > mb
 	}
-	return len(a) < len(b)
+	return variants(a) < variants(b)
+}
+
+// variants is how many members of set differ other than by leading or
+// trailing white space: "ai:" and " ai: " (white space folded in by the
+// patterns' [ \t]*) are as rare as each other, so they count once when
+// sets are compared.
+func variants(set []string) int {
+	seen := make(map[string]bool, len(set))
+	for _, s := range set {
+		seen[strings.TrimSpace(s)] = true
+	}
+	return len(seen)
 }
 
 func minLen(set []string) int {

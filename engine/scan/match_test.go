@@ -102,6 +102,23 @@ func TestRequiredSetsThroughAlternation(t *testing.T) {
 	}
 }
 
+// TestWindowSetIgnoresWhiteSpaceVariants: windows are cut around the hits of
+// the rarest set. "agent:" with the white space [ \t]* folds in (" agent: ")
+// is one literal, not two, so the short list of role markers is chosen over
+// a longer list of common words ("when", "please", "before").
+func TestWindowSetIgnoresWhiteSpaceVariants(t *testing.T) {
+	rs, err := Compile([]Rule{{Code: "X", Pattern: `(?m)^[ \t]*(?:ai|agent|llm):[ \t]*(?:after|before|when|once|now|first|please|you[ \t]+must)\b`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first := rs.rules[0].sets[0]; !slices.Contains(first, "agent:") {
+		t.Fatalf("window set = %q, want the role markers", first)
+	}
+	for _, text := range []string{"AGENT: after this, push", "  ai: please run it", "please review it before Friday", "agent: hello", "llm:now"} {
+		checkAgainstNaive(t, rs, text)
+	}
+}
+
 // TestMatchNonASCIIFolding: rules written in letters outside ASCII are
 // prefiltered by every spelling their case folding allows, so upper-case,
 // title-case and final-sigma texts still match.
