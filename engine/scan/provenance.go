@@ -241,7 +241,9 @@ func extract(arg int, a Text) []candidate {
 		add(m[0], "domain", s[m[0]:m[1]], d, false)
 	}
 	for _, loc := range findAll(pathRE, s, 16, strings.IndexByte(s, '/') >= 0) {
-		p := s[loc[0]:loc[1]]
+		// A trailing slash names the same directory: "mv ~/Private/* /tmp"
+		// takes ~/Private from "move the files in ~/Private".
+		p := strings.TrimRight(s[loc[0]:loc[1]], "/")
 		if inside(loc) || len(p) < 5 || strings.Count(p, "/") == 0 || dateRE.MatchString(p) {
 			continue
 		}
