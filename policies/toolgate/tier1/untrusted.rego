@@ -26,8 +26,10 @@ import rego.v1
 # rules of their own: constants in the call cost nothing per decision.
 # action_verbs are the verbs a tool's name may carry for the requested-action
 # check (facts.requested_actions, below): state-changing verbs that ordinary
-# text rarely uses. Verbs every document and source file is full of (create,
-# update, edit, change, open, execute...) are left out on purpose.
+# text rarely uses. Verbs every document, log and source file is full of
+# (create, update, edit, change, open, execute, install, push, merge, follow,
+# order, block...) are left out on purpose: "git status" says "use git push",
+# a README says "follow the steps", prose says "in order to".
 facts := toolgate.inspect(input, {
 	"category": category,
 	"patterns": patterns,
@@ -38,13 +40,12 @@ facts := toolgate.inspect(input, {
 	"path_scopes": {"read": "read_path", "search": "read_path", "write": "write_path", "vcs": "write_path", "delete": "delete_path"},
 	"outbound_categories": {"network", "exfil", "communication"},
 	"action_verbs": {
-		"activate", "approve", "archive", "assign", "ban", "block", "book", "buy", "cancel",
-		"deactivate", "delete", "deposit", "destroy", "disable", "download", "drop", "enable", "erase",
-		"follow", "forward", "give", "grant", "install", "invite", "kick", "kill", "leave", "lock",
-		"merge", "move", "order", "pay", "post", "publish", "purchase", "push", "reboot", "refund",
-		"remove", "rename", "reset", "restart", "revoke", "schedule", "sell", "share", "shutdown",
-		"stop", "terminate", "transfer", "unassign", "unblock", "unfollow", "uninstall", "unlock",
-		"upload", "wipe", "withdraw",
+		"activate", "approve", "archive", "assign", "ban", "book", "buy", "cancel", "deactivate",
+		"delete", "deposit", "destroy", "disable", "download", "drop", "enable", "erase", "forward",
+		"give", "grant", "invite", "kick", "kill", "leave", "lock", "move", "pay", "post", "publish",
+		"purchase", "reboot", "refund", "remove", "rename", "reset", "restart", "revoke", "schedule",
+		"sell", "share", "shutdown", "stop", "terminate", "transfer", "unassign", "unblock", "unfollow",
+		"unlock", "upload", "wipe", "withdraw",
 	},
 })
 
