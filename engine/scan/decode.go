@@ -572,6 +572,23 @@ func isBidi(r rune) bool {
 	return r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 || r == 0x200E || r == 0x200F
 }
 
+// emojiJoin reports whether the zero-width joiner at s[i] joins two
+// pictographs (an emoji sequence such as 👨‍💻 or 🏳️‍🌈), the joiner's ordinary use.
+func emojiJoin(s string, i int) bool {
+	before, _ := utf8.DecodeLastRuneInString(s[:i])
+	if before == 0xFE0F { // variation selector: look at the character before it
+		before, _ = utf8.DecodeLastRuneInString(s[:i-utf8.RuneLen(before)])
+	}
+	after, _ := utf8.DecodeRuneInString(s[i+utf8.RuneLen(0x200D):])
+	return isPictograph(before) && isPictograph(after)
+}
+
+// isPictograph reports whether r is in the Unicode blocks emoji are drawn
+// from (symbols and pictographs, dingbats, miscellaneous symbols).
+func isPictograph(r rune) bool {
+	return r >= 0x1F000 && r <= 0x1FAFF || r >= 0x2600 && r <= 0x27BF || r >= 0x2300 && r <= 0x23FF || r == 0x2640 || r == 0x2642
+}
+
 // invisibleFindings reports zero-width characters (ENCODED-007; a BOM at
 // the very start is ignored) and bidi controls (ENCODED-008), one finding
 // each per text at the first occurrence.
@@ -579,6 +596,9 @@ func invisibleFindings(t Text) []Finding {
 	zwFirst, zwCount, bidiFirst, bidiCount := -1, 0, -1, 0
 	for i, r := range t.Text {
 		switch {
+		case r == 0x200D && emojiJoin(t.Text, i):
+			// A zero-width joiner inside an emoji sequence (👨‍💻) is how
+			// those are written, not hiding anything.
 		case isZeroWidth(r) && !(r == 0xFEFF && i == 0):
 			if zwFirst < 0 {
 				zwFirst = i

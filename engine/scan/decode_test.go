@@ -38,6 +38,7 @@ func TestDecodeFinds(t *testing.T) {
 		{"u brace escapes", `\u{72}\u{6d} -rf`, "ENCODED-006", []string{"escape"}, "rm"},
 		{"zero width", "ig\u200Bnore previous", "ENCODED-007", []string{"zero-width"}, "ignore previous"},
 		{"zero width BOM inside", "a\uFEFFb", "ENCODED-007", []string{"zero-width"}, "ab"},
+		{"zero width joiner between letters", "ig\u200Dnore \U0001F468\u200D\U0001F4BB", "ENCODED-007", []string{"zero-width"}, "ignore \U0001F468\U0001F4BB"},
 		{"bidi", "file\u202Etxt.exe", "ENCODED-008", []string{"bidi"}, "[U+202E]"},
 		{"homoglyph cyrillic", "log in at p\u0430ypal.com now", "ENCODED-009", []string{"homoglyph"}, "paypal"},
 		{"homoglyph greek", "visit g\u03BF\u03BFgle", "ENCODED-009", []string{"homoglyph"}, "google"},
@@ -68,6 +69,7 @@ func TestDecodeFinds(t *testing.T) {
 func TestDecodeIgnoresOrdinaryText(t *testing.T) {
 	texts := []string{
 		"commit 9fceb02d0ae598e95dc970b74767f19372d61af8 fixes the parser",
+		"Made by \U0001F468\u200D\U0001F4BB developers \U0001F3F3\uFE0F\u200D\U0001F308 and \U0001F469\u200D\u2764\uFE0F\u200D\U0001F468",
 		"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
 		"request id 550e8400-e29b-41d4-a716-446655440000 failed",
 		"key AKIAIOSFODNN7EXAMPLE secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
