@@ -3,8 +3,11 @@
 // text in one literal-prefiltered pass (Compile, RuleSet.Match), a bounded
 // multi-layer decoder that reports encoded or disguised content (Decode),
 // a de-obfuscator that undoes spaced-out letters and leetspeak so the
-// injection rules can read them (Deobfuscate), and a provenance check that
-// finds argument values copied from untrusted text (Provenance). It owns
+// injection rules can read them (Deobfuscate), a provenance check that
+// finds argument values copied from untrusted text (Provenance), and a check
+// for the action the untrusted text asks for in words the user never used
+// (Verbs.RequestedActions). Disguised reports Decode's invisible-character
+// and homoglyph findings alone, for control arguments. It owns
 // only this pure, deterministic Go text work: it must not import OPA, read
 // files, the network, the clock or any global state, and it must never
 // panic or take more than linear time on any input; engine/ wraps these
