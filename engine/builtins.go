@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -229,106 +228,18 @@ func texts(v ast.Value) (map[string][]scan.Text, error) {
 // not look the rule up again.
 var matchExtras = []string{"class", "decision"}
 
-// ruleSets caches compiled rule sets by the rules' value: the policy passes
-// the same data on every evaluation, so each set compiles once.
+// compiledRules is a rule list compiled for matching, with what each
+// match reports of its rule.
 type compiledRules struct {
-	rules   ast.Value
 	byScope map[string]*scan.RuleSet  // "*" = rules for texts whose scope no rule names
 	extra   map[string][][2]*ast.Term // code → the rule's "class" and "decision", when it has them
 	class   map[string]string         // code → the rule's "class"
 }
 
-var ruleCache sync.Map // hash → []*compiledRules
+// ruleSets are the compiled rule lists, by value (compileRules).
+var ruleSets = newValueCache(64, compileRules)
 
-const maxCachedRuleSets = 64
-
-var ruleCacheSize int64
-var ruleCacheMu sync.Mutex
-
-// compiling holds the rule sets being compiled, by hash: `toolgate eval
-// --jsonl` and the server decide requests on several goroutines, which
-// all meet an empty cache at first; the first compiles and the others wait
-// for it instead of compiling the same rules again (each compile costs
-// tens of milliseconds and megabytes).
-var compiling = map[int][]*compileCall{}
-
-type compileCall struct {
-	rules ast.Value
-	done  chan struct{}
-	c     *compiledRules
-	err   error
-}
-
-func cachedRules(h int, rules ast.Value) *compiledRules {
-	v, ok := ruleCache.Load(h)
-	if !ok {
-		return nil
-	}
-	list := v.([]*compiledRules)
-	for _, c := range list { // the same data value on every evaluation: no deep compare
-		if c.rules == rules {
-			return c
-		}
-	}
-	for _, c := range list {
-		if c.rules.Compare(rules) == 0 {
-			return c
-		}
-	}
-	return nil
-}
-
-func compiledFor(rules ast.Value) (*compiledRules, error) {
-	h := rules.Hash()
-	if c := cachedRules(h, rules); c != nil {
-		return c, nil
-	}
-	ruleCacheMu.Lock()
-	if c := cachedRules(h, rules); c != nil {
-		ruleCacheMu.Unlock()
-		return c, nil
-	}
-	for _, call := range compiling[h] {
-		if call.rules.Compare(rules) == 0 {
-			ruleCacheMu.Unlock()
-			<-call.done
-			return call.c, call.err
-		}
-	}
-	call := &compileCall{rules: rules, done: make(chan struct{})}
-	compiling[h] = append(compiling[h], call)
-	ruleCacheMu.Unlock()
-
-	call.c, call.err = compileRules(rules)
-
-	ruleCacheMu.Lock()
-	defer ruleCacheMu.Unlock()
-	defer close(call.done)
-	calls := compiling[h]
-	for i, x := range calls {
-		if x == call {
-			calls = append(calls[:i:i], calls[i+1:]...)
-			break
-		}
-	}
-	if len(calls) == 0 {
-		delete(compiling, h)
-	} else {
-		compiling[h] = calls
-	}
-	if call.err != nil {
-		return nil, call.err
-	}
-	if ruleCacheSize >= maxCachedRuleSets { // policies that build rules per request: start over
-		ruleCache.Clear()
-		ruleCacheSize = 0
-	}
-	prev, _ := ruleCache.Load(h)
-	list, _ := prev.([]*compiledRules)
-	ruleCache.Store(h, append(list, call.c))
-	ruleCacheSize++
-	return call.c, nil
-}
+func compiledFor(rules ast.Value) (*compiledRules, error) { return ruleSets.get(rules) }
 
 func (c *compiledRules) forScope(scope string) *scan.RuleSet {
 	if rs, ok := c.byScope[scope]; ok {
@@ -342,7 +253,7 @@ func compileRules(v ast.Value) (*compiledRules, error) {
 	if !ok {
 		return nil, fmt.Errorf("rules must be an array")
 	}
-	c := &compiledRules{rules: v, byScope: map[string]*scan.RuleSet{}, extra: map[string][][2]*ast.Term{}, class: map[string]string{}}
+	c := &compiledRules{byScope: map[string]*scan.RuleSet{}, extra: map[string][][2]*ast.Term{}, class: map[string]string{}}
 	rules := make([]scan.Rule, 0, arr.Len())
 	scopeOf := make(map[string]string, arr.Len()) // code → scope, "" for every scope
 	scopes := map[string]bool{}

@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -270,21 +269,16 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	), nil
 }
 
-// verbSets caches the prepared action_verbs option by its value: the policy
-// passes the same constant set on every decision. At most maxVerbSets
-// distinct sets are kept; others are prepared per call.
-var (
-	verbSets     sync.Map // hash → []verbSet; written under verbSetsMu
-	verbSetsMu   sync.Mutex
-	verbSetCount int
-)
-
-type verbSet struct {
-	v     ast.Value
-	verbs *scan.Verbs
-}
-
-const maxVerbSets = 16
+// verbSets are the prepared action_verbs options, by value.
+var verbSets = newValueCache(16, func(v ast.Value) (*scan.Verbs, error) {
+	checked, err := stringsIn(ast.NewObject(ast.Item(keyTerm("action_verbs"), ast.NewTerm(v))), "action_verbs", true)
+	if err != nil {
+		return nil, err
+	}
+	var words []string
+	eachString(checked, func(s string) { words = append(words, s) })
+	return scan.NewVerbs(words), nil
+})
 
 // verbsFor is the prepared action_verbs option v (an array or set of
 // strings), nil when v is absent.
@@ -292,39 +286,7 @@ func verbsFor(v ast.Value) (*scan.Verbs, error) {
 	if v == nil {
 		return nil, nil
 	}
-	h := v.Hash()
-	find := func() *scan.Verbs {
-		if list, ok := verbSets.Load(h); ok {
-			for _, e := range list.([]verbSet) {
-				if e.v.Compare(v) == 0 {
-					return e.verbs
-				}
-			}
-		}
-		return nil
-	}
-	if verbs := find(); verbs != nil {
-		return verbs, nil
-	}
-	checked, err := stringsIn(ast.NewObject(ast.Item(keyTerm("action_verbs"), ast.NewTerm(v))), "action_verbs", true)
-	if err != nil {
-		return nil, err
-	}
-	var words []string
-	eachString(checked, func(s string) { words = append(words, s) })
-	verbs := scan.NewVerbs(words)
-	verbSetsMu.Lock()
-	defer verbSetsMu.Unlock()
-	if cached := find(); cached != nil {
-		return cached, nil
-	}
-	if verbSetCount < maxVerbSets {
-		verbSetCount++
-		list, _ := verbSets.Load(h)
-		prev, _ := list.([]verbSet)
-		verbSets.Store(h, append(prev[:len(prev):len(prev)], verbSet{v, verbs}))
-	}
-	return verbs, nil
+	return verbSets.get(v)
 }
 
 func valueOf(obj ast.Object, key string) ast.Value {

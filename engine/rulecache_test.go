@@ -31,8 +31,8 @@ func TestCompiledForConcurrentFirstUse(t *testing.T) {
 			t.Fatalf("goroutine %d got another compiled set", i)
 		}
 	}
-	if len(compiling) != 0 {
-		t.Fatalf("compiling not emptied: %v", compiling)
+	if len(ruleSets.building) != 0 {
+		t.Fatalf("building not emptied: %v", ruleSets.building)
 	}
 	bad := ast.MustParseTerm(`[{"code": "BAD", "pattern": "("}]`).Value
 	for range 2 {
