@@ -49,11 +49,7 @@ func Decode(texts []Text) []Finding {
 	d := &decoder{budget: MaxDecodedPerRun}
 	var out []Finding
 	for _, t := range texts {
-		var fs []Finding
-		if !isASCII(t.Text) {
-			fs = append(fs, invisibleFindings(t)...)
-			fs = append(fs, homoglyphFindings(t)...)
-		}
+		fs := disguised(t)
 		for _, sp := range d.spans(t.Text, 1) {
 			fs = append(fs, Finding{
 				Code:      encodingCodes[sp.chain[0]],
@@ -80,13 +76,18 @@ func Decode(texts []Text) []Finding {
 func Disguised(texts []Text) []Finding {
 	var out []Finding
 	for _, t := range texts {
-		if isASCII(t.Text) {
-			continue
-		}
-		out = append(out, invisibleFindings(t)...)
-		out = append(out, homoglyphFindings(t)...)
+		out = append(out, disguised(t)...)
 	}
 	return out
+}
+
+// disguised is t's invisible-character and homoglyph findings; none for
+// ASCII text.
+func disguised(t Text) []Finding {
+	if isASCII(t.Text) {
+		return nil
+	}
+	return append(invisibleFindings(t), homoglyphFindings(t)...)
 }
 
 type decoder struct {

@@ -121,33 +121,48 @@ func nameWords(name string) []string {
 	return words
 }
 
-// eachWord calls f with the stem of each ASCII word of s (in a buffer f
-// must not keep), in order, until f returns false or MaxVerbWords words
-// were read. Words longer than 32 letters are skipped.
-func eachWord(s string, f func(stem []byte) bool) {
+// eachToken calls f with each ASCII word of s in order: the word in lower
+// case (in a buffer f must not keep; empty when longer than 32 letters),
+// the text between it and the word before (or the text's start), and
+// whether it begins with a capital. It stops when f returns false or
+// MaxVerbWords words were read.
+func eachToken(s string, f func(word []byte, sep string, upper bool) bool) {
 	var buf [32]byte
 	n := 0
 	for i := 0; i < len(s) && n < MaxVerbWords; {
-		if !isLetterByte(s[i]) {
+		from := i
+		for i < len(s) && !isLetterByte(s[i]) {
 			i++
-			continue
+		}
+		if i >= len(s) {
+			return
 		}
 		j := i
 		for j < len(s) && isLetterByte(s[j]) {
 			j++
 		}
 		n++
+		w := buf[:0]
 		if j-i <= len(buf) {
-			w := buf[:j-i]
+			w = buf[:j-i]
 			for k := range w {
 				w[k] = s[i+k] | 0x20 // ASCII letters only: lower case
 			}
-			if !f(stemBytes(w)) {
-				return
-			}
+		}
+		if !f(w, s[from:i], 'A' <= s[i] && s[i] <= 'Z') {
+			return
 		}
 		i = j
 	}
+}
+
+// eachWord calls f with the stem of each ASCII word of s (in a buffer f
+// must not keep), in order, until f returns false or MaxVerbWords words
+// were read. Words longer than 32 letters are skipped.
+func eachWord(s string, f func(stem []byte) bool) {
+	eachToken(s, func(w []byte, _ string, _ bool) bool {
+		return len(w) == 0 || f(stemBytes(w))
+	})
 }
 
 // eachImperative calls f with each ASCII word of s (lower case, in a buffer
@@ -163,51 +178,24 @@ func eachWord(s string, f func(stem []byte) bool) {
 //     after you need to or you have to; after make sure, be sure, remember
 //     or don't forget to;
 //   - after also, then, now, immediately, first or just, in such a place.
-func eachImperative(s string, f func(stem []byte) bool) {
-	var buf [32]byte
+func eachImperative(s string, f func(word []byte) bool) {
 	var prev, prev2 string // the two words before, lower case (short ones only)
 	lead := true           // the next word stands in a request's verb place
-	n := 0
-	for i := 0; i < len(s) && n < MaxVerbWords; {
-		// The separator before the word.
-		punct, comma := false, false
-		for i < len(s) && !isLetterByte(s[i]) {
-			switch s[i] {
-			case '.', '!', '?', ':', ';', '\n', '"', '\'', '(', '[', '{', '`':
-				punct = true
-			case ',':
-				comma = true
-			}
-			i++
-		}
-		if i >= len(s) {
-			return
-		}
-		j := i
-		for j < len(s) && isLetterByte(s[j]) {
-			j++
-		}
-		n++
-		upper := 'A' <= s[i] && s[i] <= 'Z'
+	eachToken(s, func(w []byte, sep string, upper bool) bool {
+		punct := strings.ContainsAny(sep, ".!?:;\n\"'([{`")
+		comma := strings.IndexByte(sep, ',') >= 0
 		here := lead || punct || comma && upper
-		w := buf[:0]
-		if j-i <= len(buf) {
-			w = buf[:j-i]
-			for k := range w {
-				w[k] = s[i+k] | 0x20
-			}
-		}
 		word := ""
 		if len(w) <= 12 {
 			word = string(w) // small words only: the triggers below
 		}
 		lead = requestLead(word, prev, prev2, here)
 		if here && len(w) > 0 && !f(w) {
-			return
+			return false
 		}
 		prev2, prev = prev, word
-		i = j
-	}
+		return true
+	})
 }
 
 // requestLead reports whether the word after word (with prev and prev2
