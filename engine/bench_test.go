@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/metrics"
+	"github.com/open-policy-agent/opa/v1/rego"
+
 	"github.com/toolgate/toolgate/engine/scan"
 	"github.com/toolgate/toolgate/engine/shell"
 	"github.com/toolgate/toolgate/policies"
@@ -59,6 +62,39 @@ func BenchmarkEvaluate(b *testing.B) {
 	bySize(b, func(req *schema.Request) (schema.Outcome, error) {
 		d, err := e.Evaluate(ctx, req, nil)
 		return d.Outcome, err
+	})
+}
+
+// BenchmarkEvaluateFacts: the default policy's scan facts through OPA, and
+// nothing else: data.toolgate.tier1.provenance, which needs
+// toolgate.inspect, toolgate.provenance and the rules their options name
+// (tool, category, patterns), but none of the rules that turn facts into
+// reasons and a decision. Against BenchmarkBaseline it shows what calling
+// the scanners from Rego costs (the input as AST values, the options, the
+// facts built as terms); against BenchmarkEvaluate, what the reason rules
+// cost.
+func BenchmarkEvaluateFacts(b *testing.B) {
+	bu, err := DefaultBundle()
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := prepare(context.Background(), bu, DefaultBundleName, nil, "data.toolgate.tier1.provenance")
+	if err != nil {
+		b.Fatal(err)
+	}
+	bySize(b, func(req *schema.Request) (schema.Outcome, error) {
+		input, err := InputValue(req, nil)
+		if err != nil {
+			return "", err
+		}
+		rs, err := p.query.Eval(context.Background(), rego.EvalParsedInput(input), rego.EvalMetrics(metrics.NoOp()), rego.EvalGenerateJSON(keepAST))
+		if err != nil {
+			return "", err
+		}
+		if len(rs) != 1 {
+			return "", fmt.Errorf("%d results", len(rs))
+		}
+		return schema.Allow, nil // the benchmark request's facts: nothing found
 	})
 }
 

@@ -120,7 +120,7 @@ func ReadBundleFS(fsys fs.FS, withTests bool) (*bundle.Bundle, error) {
 // Reload prepares b and swaps it in atomically. On error the current bundle
 // stays in place.
 func (e *Engine) Reload(ctx context.Context, b *bundle.Bundle, name string) error {
-	p, err := prepare(ctx, b, name, e.overlay)
+	p, err := prepare(ctx, b, name, e.overlay, Query)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,8 @@ func (e *Engine) Reload(ctx context.Context, b *bundle.Bundle, name string) erro
 // Policy names the bundle decisions are currently made with.
 func (e *Engine) Policy() schema.Policy { return e.cur.Load().policy }
 
-func prepare(ctx context.Context, b *bundle.Bundle, name string, overlay []map[string]any) (*prepared, error) {
+// prepare compiles b with overlay merged over its data, for query.
+func prepare(ctx context.Context, b *bundle.Bundle, name string, overlay []map[string]any, query string) (*prepared, error) {
 	data := map[string]any{}
 	if b.Data != nil {
 		data = deepCopy(b.Data).(map[string]any)
@@ -143,7 +144,7 @@ func prepare(ctx context.Context, b *bundle.Bundle, name string, overlay []map[s
 		mergeData(data, o)
 	}
 	opts := []func(*rego.Rego){
-		rego.Query(Query),
+		rego.Query(query),
 		rego.Store(inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(true), inmem.OptReturnASTValuesOnRead(true))),
 		rego.StrictBuiltinErrors(true),
 		rego.Capabilities(Capabilities()),
