@@ -325,47 +325,76 @@ func isAlnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
-// --- HTML entities ---
+// --- clusters of character references and escapes ---
 
-// entities examines a cluster of HTML character references starting at i
-// (references at most 8 bytes apart). It is reported when a numeric
-// reference encodes a letter or digit, or when at least 4 references stand
-// side by side; a lone &amp; is ordinary.
-func (d *decoder) entities(s string, i, depth int) (span, bool) {
-	start, end := i, i
-	count, run, maxRun, alnum := 0, 0, 0, false
+// references is one cluster of character references or escapes: where it
+// starts and ends, how many it holds, the longest run of them side by side,
+// and whether one encodes an ASCII letter or digit.
+type references struct {
+	start, end, count, maxRun int
+	alnum                     bool
+}
+
+// reported reports whether the cluster is worth decoding: a reference
+// encodes a letter or digit, or at least 4 stand side by side (a lone
+// &amp; or \n is ordinary).
+func (r references) reported() bool { return r.alnum || r.maxRun >= 4 }
+
+// cluster walks the references that start at i and stand at most 8 bytes
+// apart on one line. at returns the length of the reference at s[j:] (0:
+// none) and whether it encodes an ASCII letter or digit; add is called with
+// each one's offset and length once counted, and stops the walk by
+// returning false.
+func cluster(s string, i int, at func(j int) (int, bool), add func(j, n int) bool) references {
+	r := references{start: i, end: i}
+	run := 0
 	for j := i; j < len(s); {
-		n, c, numeric := entityAt(s, j)
+		n, alnum := at(j)
 		if n == 0 {
-			if j-end >= 8 || s[j] == '\n' {
+			if j-r.end >= 8 || s[j] == '\n' {
 				break
 			}
 			j++
 			continue
 		}
-		if j == end {
+		if j == r.end {
 			run++
 		} else {
 			run = 1
 		}
-		maxRun = max(maxRun, run)
-		count++
-		if numeric && c < utf8.RuneSelf && isAlnum(byte(c)) {
-			alnum = true
-		}
+		r.maxRun = max(r.maxRun, run)
+		r.count++
+		r.alnum = r.alnum || alnum
+		more := add(j, n)
 		j += n
-		end = j
-		if count > 4096 {
+		r.end = j
+		if !more {
 			break
 		}
 	}
-	if count == 0 {
+	return r
+}
+
+// --- HTML entities ---
+
+// entities examines a cluster of HTML character references starting at i.
+// A named reference never counts as a letter or digit.
+func (d *decoder) entities(s string, i, depth int) (span, bool) {
+	counted := 0
+	r := cluster(s, i, func(j int) (int, bool) {
+		n, c, numeric := entityAt(s, j)
+		return n, numeric && c < utf8.RuneSelf && isAlnum(byte(c))
+	}, func(int, int) bool {
+		counted++
+		return counted <= 4096
+	})
+	if r.count == 0 {
 		return span{}, false
 	}
-	if !alnum && maxRun < 4 {
-		return span{start: start, end: end}, false
+	if !r.reported() {
+		return span{start: r.start, end: r.end}, false
 	}
-	return d.finish(start, end, "html", html.UnescapeString(s[start:end]), depth, func(string) bool { return true })
+	return d.finish(r.start, r.end, "html", html.UnescapeString(s[r.start:r.end]), depth, func(string) bool { return true })
 }
 
 // entityAt returns the length of the character reference at s[j:] (0 if
@@ -411,52 +440,34 @@ func entityAt(s string, j int) (int, rune, bool) {
 // --- backslash escapes ---
 
 // escapes examines a cluster of \xHH, \uHHHH and \u{H...} escapes starting
-// at i (escapes at most 8 bytes apart). It is reported when an escape
-// encodes an ASCII letter or digit, or when at least 4 stand side by side.
+// at i; the text between them is kept in what they decode to.
 func (d *decoder) escapes(s string, i, depth int) (span, bool) {
 	var b []byte
-	start, end := i, i
-	count, run, maxRun, alnum := 0, 0, 0, false
-	for j := i; j < len(s); {
-		n, v, isByte := escapeAt(s, j)
-		if n == 0 {
-			if j-end >= 8 || s[j] == '\n' {
-				break
-			}
-			j++
-			continue
-		}
-		if count > 0 {
+	var v rune
+	var isByte bool
+	end := -1 // where the last escape ended
+	r := cluster(s, i, func(j int) (n int, alnum bool) {
+		n, v, isByte = escapeAt(s, j)
+		return n, n > 0 && v < utf8.RuneSelf && isAlnum(byte(v))
+	}, func(j, n int) bool {
+		if end >= 0 {
 			b = append(b, s[end:j]...)
-		}
-		if j == end {
-			run++
-		} else {
-			run = 1
-		}
-		maxRun = max(maxRun, run)
-		count++
-		if v < utf8.RuneSelf && isAlnum(byte(v)) {
-			alnum = true
 		}
 		if isByte {
 			b = append(b, byte(v))
 		} else {
 			b = utf8.AppendRune(b, v)
 		}
-		j += n
-		end = j
-		if len(b) > MaxDecodedPerRun {
-			break
-		}
-	}
-	if count == 0 {
+		end = j + n
+		return len(b) <= MaxDecodedPerRun
+	})
+	if r.count == 0 {
 		return span{}, false
 	}
-	if !alnum && maxRun < 4 {
-		return span{start: start, end: end}, false
+	if !r.reported() {
+		return span{start: r.start, end: r.end}, false
 	}
-	return d.finish(start, end, "escape", string(b), depth, func(string) bool { return true })
+	return d.finish(r.start, r.end, "escape", string(b), depth, func(string) bool { return true })
 }
 
 // escapeAt returns the length of the escape at s[j:] (0 if none), its
