@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/metrics"
-	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/toolgate/toolgate/engine/scan"
 	"github.com/toolgate/toolgate/engine/shell"
@@ -88,7 +86,7 @@ func BenchmarkEvaluateFacts(b *testing.B) {
 		if err != nil {
 			return "", err
 		}
-		rs, err := p.query.Eval(context.Background(), rego.EvalParsedInput(input), rego.EvalMetrics(metrics.NoOp()), rego.EvalGenerateJSON(keepAST))
+		rs, err := p.eval(context.Background(), input, nil)
 		if err != nil {
 			return "", err
 		}

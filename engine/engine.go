@@ -201,11 +201,7 @@ func (e *Engine) evaluate(ctx context.Context, req *schema.Request, facts *schem
 	if err != nil {
 		return failClosed(p.policy, CodeBadDecision, err.Error()), err
 	}
-	evalOpts := []rego.EvalOption{rego.EvalParsedInput(input), rego.EvalMetrics(metrics.NoOp()), rego.EvalGenerateJSON(keepAST)}
-	if tracer != nil {
-		evalOpts = append(evalOpts, rego.EvalQueryTracer(tracer))
-	}
-	rs, err := p.query.Eval(ctx, evalOpts...)
+	rs, err := p.eval(ctx, input, tracer)
 	if err != nil {
 		err = fmt.Errorf("evaluate policy: %w", err)
 		return failClosed(p.policy, CodeNoDecision, err.Error()), err
@@ -226,6 +222,16 @@ func (e *Engine) evaluate(ctx context.Context, req *schema.Request, facts *schem
 		d.NotApplied = NoStateControls
 	}
 	return d, nil
+}
+
+// eval runs the prepared query on input, results kept as AST terms; tracer
+// may be nil.
+func (p *prepared) eval(ctx context.Context, input ast.Value, tracer topdown.QueryTracer) (rego.ResultSet, error) {
+	opts := []rego.EvalOption{rego.EvalParsedInput(input), rego.EvalMetrics(metrics.NoOp()), rego.EvalGenerateJSON(keepAST)}
+	if tracer != nil {
+		opts = append(opts, rego.EvalQueryTracer(tracer))
+	}
+	return p.query.Eval(ctx, opts...)
 }
 
 // NoStateControls are the controls that need state.
