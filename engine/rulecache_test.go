@@ -41,3 +41,28 @@ func TestCompiledForConcurrentFirstUse(t *testing.T) {
 		}
 	}
 }
+
+// An equal value at another address (an engine reloaded with the same data)
+// gets what the first was built into, without a second build, and is then
+// found by address: the alias spares a deep compare on every evaluation.
+func TestValueCacheEqualValueElsewhere(t *testing.T) {
+	builds := 0
+	c := newValueCache(4, func(v ast.Value) (int, error) { builds++; return v.(*ast.Array).Len(), nil })
+	const src = `[{"code": "A-1", "pattern": "x"}, {"code": "A-2", "pattern": "y"}]`
+	first, second := ast.MustParseTerm(src).Value, ast.MustParseTerm(src).Value
+	if first == second {
+		t.Fatal("the two values share an address; the test needs two")
+	}
+	for _, v := range []ast.Value{first, second, second, first} {
+		if n, err := c.get(v); err != nil || n != 2 {
+			t.Fatalf("get = %d, %v; want 2", n, err)
+		}
+	}
+	if builds != 1 {
+		t.Fatalf("%d builds, want 1", builds)
+	}
+	e := c.lookup(second.Hash(), second)
+	if a := e.alias.Load(); a == nil || a.v != second {
+		t.Fatalf("alias = %v, want the second value", a)
+	}
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -30,7 +31,15 @@ type cacheEntry[T any] struct {
 	done chan struct{} // closed once out and err are set
 	out  T
 	err  error
+
+	// alias is the last other value found equal to v. An engine reloaded
+	// with the same data, or a second engine beside the first, passes an
+	// equal value at another address on every evaluation; without the alias
+	// each of those would compare the whole value again.
+	alias atomic.Pointer[valueBox]
 }
+
+type valueBox struct{ v ast.Value }
 
 func newValueCache[T any](limit int, build func(ast.Value) (T, error)) *valueCache[T] {
 	return &valueCache[T]{limit: limit, build: build, building: map[int][]*cacheEntry[T]{}}
@@ -99,9 +108,13 @@ func (c *valueCache[T]) lookup(h int, v ast.Value) *cacheEntry[T] {
 		if e.v == v {
 			return e
 		}
+		if a := e.alias.Load(); a != nil && a.v == v {
+			return e
+		}
 	}
 	for _, e := range list {
 		if e.v.Compare(v) == 0 {
+			e.alias.Store(&valueBox{v})
 			return e
 		}
 	}
