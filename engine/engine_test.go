@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
@@ -156,20 +157,23 @@ func TestWithDataMerges(t *testing.T) {
 	}
 }
 
-// TestReloadWhileEvaluating: decisions never fail during swaps, and both
-// revisions are seen.
+// TestReloadWhileEvaluating: decisions never fail during swaps, and each
+// revision decides with its own outcome. After each swap the test waits
+// for a decision on the new revision, so a busy machine cannot starve a
+// revision of evaluations.
 func TestReloadWhileEvaluating(t *testing.T) {
-	mk := func(rev, outcome string) *bundle.Bundle {
+	outcomes := map[string]schema.Outcome{"r0": schema.Allow} // revision → its outcome, written before its bundle loads
+	mk := func(rev string, outcome schema.Outcome) *bundle.Bundle {
 		b := policyBundle(t, map[string]string{"p.rego": fmt.Sprintf("package toolgate.tier1\ndecision := {\"decision\": %q, \"reasons\": []}\n", outcome)})
 		b.Manifest.Revision = rev
 		return b
 	}
-	e := newTestEngine(t, WithBundle(mk("r1", "allow"), "test"))
+	e := newTestEngine(t, WithBundle(mk("r0", schema.Allow), "test"))
 	req := mustRequest(t, request("trusted", "x", `{}`))
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	seen := map[string]schema.Outcome{}
+	seen := map[string]int{} // revision → decisions on it
 	stop := make(chan struct{})
 	for range 8 {
 		wg.Add(1)
@@ -187,25 +191,42 @@ func TestReloadWhileEvaluating(t *testing.T) {
 					return
 				}
 				mu.Lock()
-				seen[d.Policy.Revision] = d.Outcome
+				want := outcomes[d.Policy.Revision]
+				seen[d.Policy.Revision]++
 				mu.Unlock()
+				if d.Outcome != want {
+					t.Errorf("revision %q decided %s, want %s", d.Policy.Revision, d.Outcome, want)
+					return
+				}
 			}
 		}()
 	}
-	for i := range 20 {
-		rev, out := "r1", "allow"
-		if i%2 == 0 {
-			rev, out = "r2", "deny"
+	decided := func(rev string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen[rev]
+	}
+	for i := 1; i <= 20; i++ {
+		rev, out := fmt.Sprintf("r%d", i), schema.Allow
+		if i%2 == 1 {
+			out = schema.Deny
 		}
+		mu.Lock()
+		outcomes[rev] = out
+		mu.Unlock()
 		if err := e.Reload(ctx, mk(rev, out), "test"); err != nil {
 			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for decided(rev) == 0 && !t.Failed() {
+			if time.Now().After(deadline) {
+				t.Fatalf("no decision on revision %s after the reload", rev)
+			}
+			time.Sleep(time.Millisecond)
 		}
 	}
 	close(stop)
 	wg.Wait()
-	if seen["r1"] != schema.Allow || seen["r2"] != schema.Deny {
-		t.Errorf("seen = %v, want r1 allow and r2 deny", seen)
-	}
 }
 
 func TestReloadBadBundleKeepsCurrent(t *testing.T) {
