@@ -36,11 +36,16 @@ const (
 
 // RuleSet is a compiled, immutable set of rules; safe for concurrent use.
 type RuleSet struct {
-	rules      []compiledRule
-	ac         *acMachine
-	litRule    []int // literal id → rule index
-	litSet     []int // literal id → index of its set in the rule's sets
-	unfiltered []int // rules without a usable required literal
+	rules   []compiledRule
+	ac      *acMachine
+	litRule []int // literal id → rule index
+	litSet  []int // literal id → index of its set in the rule's sets
+	// A Subset shares its parent's rules and automaton; these say which of
+	// the rules are its own. Nil when every rule is.
+	members []int   // the set's rules (indexes into rules), in order
+	slot    []int32 // rule index → its place in members, or -1
+	// unfiltered are the set's rules without a usable required literal.
+	unfiltered []int
 }
 
 type compiledRule struct {
@@ -81,18 +86,44 @@ func Compile(rules []Rule) (*RuleSet, error) {
 	return newRuleSet(compiled), nil
 }
 
-// Subset returns the rules of rs for which keep holds, as a RuleSet of its
-// own, without compiling their patterns again (only the literal automaton
-// is built anew). It serves rule sets split by scope: each scope's set
-// shares the rules that apply everywhere.
+// Subset returns the rules of rs for which keep holds, as a RuleSet that
+// matches as they would compiled on their own. It shares rs's patterns and
+// literal automaton (hits of the other rules are passed over), so sets
+// split by scope, which mostly hold the same rules, cost one automaton
+// between them.
 func (rs *RuleSet) Subset(keep func(Rule) bool) *RuleSet {
-	var kept []compiledRule
-	for _, cr := range rs.rules {
-		if keep(cr.Rule) {
-			kept = append(kept, cr)
+	sub := &RuleSet{rules: rs.rules, ac: rs.ac, litRule: rs.litRule, litSet: rs.litSet, members: []int{}, slot: make([]int32, len(rs.rules))}
+	for i := range sub.slot {
+		sub.slot[i] = -1
+	}
+	for k := range rs.Len() {
+		if i := rs.member(k); keep(rs.rules[i].Rule) {
+			sub.slot[i] = int32(len(sub.members))
+			sub.members = append(sub.members, i)
 		}
 	}
-	return newRuleSet(kept)
+	for _, i := range rs.unfiltered {
+		if sub.slot[i] >= 0 {
+			sub.unfiltered = append(sub.unfiltered, i)
+		}
+	}
+	return sub
+}
+
+// member is the rule index of the set's k-th rule.
+func (rs *RuleSet) member(k int) int {
+	if rs.members == nil {
+		return k
+	}
+	return rs.members[k]
+}
+
+// slotOf is the place of rule index i among the set's rules, or -1.
+func (rs *RuleSet) slotOf(i int) int {
+	if rs.slot == nil {
+		return i
+	}
+	return int(rs.slot[i])
 }
 
 // newRuleSet indexes compiled rules: their literals in one automaton, the
@@ -166,7 +197,12 @@ func spansLines(re *syntax.Regexp) bool {
 }
 
 // Len returns the number of rules in the set.
-func (rs *RuleSet) Len() int { return len(rs.rules) }
+func (rs *RuleSet) Len() int {
+	if rs.members == nil {
+		return len(rs.rules)
+	}
+	return len(rs.members)
+}
 
 // Unfiltered returns the codes of rules that have no usable required
 // literal; they run their regex over every whole text and so cost more.
@@ -190,33 +226,39 @@ type window struct{ start, end int }
 // every rule on a text holding U+017F or U+212A (which fold to ASCII
 // letters), run on the whole text.
 func (rs *RuleSet) Match(texts []Text) []Match {
-	if rs == nil || len(rs.rules) == 0 {
+	if rs == nil || rs.Len() == 0 {
 		return nil
 	}
 	var out []Match
-	wins := make([][]window, len(rs.rules))
-	seen := make([]uint8, len(rs.rules)) // bit i: a literal of sets[i] occurs
+	n := rs.Len()
+	wins := make([][]window, n) // by the rule's place in the set
+	seen := make([]uint8, n)    // bit i: a literal of the rule's sets[i] occurs
 	for _, t := range texts {
 		if t.Text == "" {
 			continue
 		}
-		for i := range wins {
-			wins[i] = wins[i][:0]
-			seen[i] = 0
+		for k := range wins {
+			wins[k] = wins[k][:0]
+			seen[k] = 0
 		}
 		lower, fallback := t.Text, foldsToASCII(t.Text) // the scanner folds ASCII case itself
 		whole := window{0, len(t.Text)}
 		if fallback {
-			for i := range wins {
-				wins[i] = append(wins[i], whole)
+			for k := range wins {
+				wins[k] = append(wins[k], whole)
 			}
 		} else {
-			for _, i := range rs.unfiltered {
-				wins[i] = append(wins[i], whole)
+			for _, ri := range rs.unfiltered {
+				k := rs.slotOf(ri)
+				wins[k] = append(wins[k], whole)
 			}
 			rs.ac.scan(lower, func(id, end int) {
 				ri := rs.litRule[id]
-				seen[ri] |= 1 << rs.litSet[id]
+				k := rs.slotOf(ri)
+				if k < 0 {
+					return // a rule of the parent set only
+				}
+				seen[k] |= 1 << rs.litSet[id]
 				if rs.litSet[id] != 0 {
 					return
 				}
@@ -225,21 +267,21 @@ func (rs *RuleSet) Match(texts []Text) []Match {
 					return // a line-local match cannot contain this hit
 				}
 				w := rs.window(ri, lower, start, end)
-				ws := wins[ri]
-				if n := len(ws); n > 0 && w.start <= ws[n-1].end {
-					ws[n-1].start = min(ws[n-1].start, w.start)
-					ws[n-1].end = max(ws[n-1].end, w.end)
+				ws := wins[k]
+				if last := len(ws) - 1; last >= 0 && w.start <= ws[last].end {
+					ws[last].start = min(ws[last].start, w.start)
+					ws[last].end = max(ws[last].end, w.end)
 					return
 				}
-				wins[ri] = append(ws, w)
+				wins[k] = append(ws, w)
 			})
 		}
-		for ri := range rs.rules {
-			r := &rs.rules[ri]
-			if !fallback && len(r.sets) > 0 && seen[ri] != 1<<len(r.sets)-1 {
+		for k := range n {
+			r := &rs.rules[rs.member(k)]
+			if !fallback && len(r.sets) > 0 && seen[k] != 1<<len(r.sets)-1 {
 				continue // some required literal is missing from the text
 			}
-			for _, w := range wins[ri] {
+			for _, w := range wins[k] {
 				loc := r.find(t.Text[w.start:w.end])
 				if loc == nil {
 					continue

@@ -2,6 +2,8 @@ package scan
 
 import (
 	"encoding/json"
+	"fmt"
+	"math/rand"
 	"os"
 	"regexp"
 	"slices"
@@ -358,6 +360,71 @@ func FuzzMatch(f *testing.F) {
 	})
 }
 
+// TestSubsetRandom: random subsets of the pattern rules, and subsets of
+// those, match as the same rules compiled on their own, over texts made of
+// the rules' literals (so that many rules fire) and ordinary text.
+func TestSubsetRandom(t *testing.T) {
+	rules := loadPatterns(t)
+	full, err := Compile(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lits []string
+	for _, r := range full.rules {
+		for _, set := range r.sets {
+			lits = append(lits, set...)
+		}
+	}
+	r := rand.New(rand.NewSource(4))
+	texts := []Text{{Where: "ordinary", Text: ordinaryText(8 << 10)}}
+	for i := 0; i < 40; i++ {
+		var b strings.Builder
+		for j := 0; j < 30; j++ {
+			b.WriteString(lits[r.Intn(len(lits))])
+			b.WriteString([]string{" ", " the ", "\n", " all previous ", " you "}[r.Intn(5)])
+		}
+		texts = append(texts, Text{Where: fmt.Sprint(i), Text: b.String()})
+	}
+	fired := 0
+	for round := 0; round < 5; round++ {
+		in := map[string]bool{}
+		for _, rule := range rules {
+			in[rule.Code] = r.Intn(2) == 0
+		}
+		sub := full.Subset(func(x Rule) bool { return in[x.Code] })
+		subsub := sub.Subset(func(x Rule) bool { return x.Code[len(x.Code)-1]%2 == 0 })
+		for _, c := range []struct {
+			set  *RuleSet
+			keep func(Rule) bool
+		}{
+			{sub, func(x Rule) bool { return in[x.Code] }},
+			{subsub, func(x Rule) bool { return in[x.Code] && x.Code[len(x.Code)-1]%2 == 0 }},
+		} {
+			var want []Rule
+			for _, rule := range rules {
+				if c.keep(rule) {
+					want = append(want, rule)
+				}
+			}
+			own, err := Compile(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.set.Len() != len(want) {
+				t.Fatalf("round %d: subset has %d rules, want %d", round, c.set.Len(), len(want))
+			}
+			got, exp := c.set.Match(texts), own.Match(texts)
+			if !slices.Equal(got, exp) {
+				t.Fatalf("round %d: subset matches %d, compiled alone %d", round, len(got), len(exp))
+			}
+			fired += len(exp)
+		}
+	}
+	if fired < 100 {
+		t.Fatalf("only %d matches in all rounds: the texts prove little", fired)
+	}
+}
+
 // TestSubset: a subset of a compiled rule set matches as the same rules
 // compiled on their own.
 func TestSubset(t *testing.T) {
@@ -390,8 +457,11 @@ func TestSubset(t *testing.T) {
 			t.Fatal(err)
 		}
 		sub := full.Subset(keep)
-		if len(sub.rules) != len(want) {
-			t.Fatalf("%s: subset has %d rules, want %d", name, len(sub.rules), len(want))
+		if sub.Len() != len(want) {
+			t.Fatalf("%s: subset has %d rules, want %d", name, sub.Len(), len(want))
+		}
+		if sub2 := sub.Subset(func(r Rule) bool { return r.Code != "DANGER-001" }); name == "all" && sub2.Len() != len(want)-1 {
+			t.Errorf("a subset of a subset has %d rules, want %d", sub2.Len(), len(want)-1)
 		}
 		got, exp := sub.Match(texts), own.Match(texts)
 		if !slices.Equal(got, exp) {
