@@ -225,7 +225,11 @@ type window struct{ start, end int }
 // (?s) dot or a literal newline, 4 KB either side. Unfiltered rules, and
 // every rule on a text holding U+017F or U+212A (which fold to ASCII
 // letters), run on the whole text.
-func (rs *RuleSet) Match(texts []Text) []Match {
+func (rs *RuleSet) Match(texts []Text) []Match { return rs.match(texts, nil) }
+
+// match is Match; when examined is not nil, it adds to it, by rule code, the
+// bytes each rule's regex was run over: the prefilter's work left undone.
+func (rs *RuleSet) match(texts []Text, examined map[string]int) []Match {
 	if rs == nil || rs.Len() == 0 {
 		return nil
 	}
@@ -282,6 +286,9 @@ func (rs *RuleSet) Match(texts []Text) []Match {
 				continue // some required literal is missing from the text
 			}
 			for _, w := range wins[k] {
+				if examined != nil {
+					examined[r.Code] += w.end - w.start
+				}
 				loc := r.find(t.Text[w.start:w.end])
 				if loc == nil {
 					continue

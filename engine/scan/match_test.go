@@ -472,3 +472,39 @@ func TestSubset(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefilterKeepsRegexWorkSmall: over ordinary text (testdata/ordinary.txt:
+// mail, notes, docs, code, JSON, logs; and the benchmarks' text), the pattern
+// rules' literals keep their regexes off most of it. A rule whose required
+// literal is a common word ("find", " my ") has its regex run around every
+// occurrence: PATTERN-039 once did, over 27% of the benchmarks' text, and
+// Match at 4 KB became 14 times slower with no test failing. The pattern
+// rules run over whole untrusted blocks; the danger rules, over short
+// commands and paths, are not held to this.
+func TestPrefilterKeepsRegexWorkSmall(t *testing.T) {
+	const perRule, total = 0.10, 0.50 // largest share of the text's bytes a regex may examine
+	rs, err := Compile(loadPatterns(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ordinary, err := os.ReadFile("testdata/ordinary.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"ordinary.txt": string(ordinary), "ordinaryText(16 KB)": ordinaryText(16 << 10)} {
+		examined := map[string]int{}
+		if ms := rs.match([]Text{{Where: name, Text: text}}, examined); len(ms) > 0 {
+			t.Errorf("%s: ordinary text matches %s (%q)", name, ms[0].Code, ms[0].Excerpt)
+		}
+		sum := 0
+		for code, n := range examined {
+			sum += n
+			if share := float64(n) / float64(len(text)); share > perRule {
+				t.Errorf("%s: %s's regex examines %.0f%% of the text (%d bytes), over %.0f%%: its literals are too common", name, code, 100*share, n, 100*perRule)
+			}
+		}
+		if share := float64(sum) / float64(len(text)); share > total {
+			t.Errorf("%s: the regexes examine %.0f%% of the text in all, over %.0f%%", name, 100*share, 100*total)
+		}
+	}
+}
