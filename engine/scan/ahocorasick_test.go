@@ -10,6 +10,27 @@ import (
 
 type acHit struct{ id, end int }
 
+// randomString is n bytes drawn from alphabet.
+func randomString(r *rand.Rand, alphabet string, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[r.Intn(len(alphabet))]
+	}
+	return string(b)
+}
+
+// literalsOf lists the required literals of every rule of rs, as its
+// automaton holds them.
+func literalsOf(rs *RuleSet) []string {
+	var lits []string
+	for _, r := range rs.rules {
+		for _, set := range r.sets {
+			lits = append(lits, set...)
+		}
+	}
+	return lits
+}
+
 func acHits(scan func(string, func(id, end int)), text string) []acHit {
 	var out []acHit
 	scan(text, func(id, end int) { out = append(out, acHit{id, end}) })
@@ -33,12 +54,7 @@ func TestACPolicyLiterals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lits []string
-	for _, r := range rs.rules {
-		for _, set := range r.sets {
-			lits = append(lits, set...)
-		}
-	}
+	lits := literalsOf(rs)
 	m, ref := newAC(lits), newRefAC(lits)
 	texts := []string{ordinaryText(16 << 10), strings.ToUpper(ordinaryText(4 << 10))}
 	r := rand.New(rand.NewSource(1))
@@ -66,13 +82,7 @@ func TestACPolicyLiterals(t *testing.T) {
 func TestACRandom(t *testing.T) {
 	const alphabet = "abAB  \t\n.\xc3\xa9"
 	r := rand.New(rand.NewSource(2))
-	word := func(n int) string {
-		b := make([]byte, r.Intn(n)+1)
-		for i := range b {
-			b[i] = alphabet[r.Intn(len(alphabet))]
-		}
-		return string(b)
-	}
+	word := func(n int) string { return randomString(r, alphabet, r.Intn(n)+1) }
 	for round := 0; round < 2000; round++ {
 		pats := make([]string, r.Intn(12))
 		for i := range pats {

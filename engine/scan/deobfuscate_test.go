@@ -149,10 +149,6 @@ func TestUnleetReference(t *testing.T) {
 	const alphabet = "abefgzAFGZ0123456789 .-@`{[\xff"
 	r := rand.New(rand.NewSource(5))
 	for n := 0; n < 50000; n++ {
-		b := make([]byte, r.Intn(12))
-		for j := range b {
-			b[j] = alphabet[r.Intn(len(alphabet))]
-		}
-		checkUnleet(t, string(b))
+		checkUnleet(t, randomString(r, alphabet, r.Intn(12)))
 	}
 }

@@ -369,12 +369,7 @@ func TestSubsetRandom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lits []string
-	for _, r := range full.rules {
-		for _, set := range r.sets {
-			lits = append(lits, set...)
-		}
-	}
+	lits := literalsOf(full)
 	r := rand.New(rand.NewSource(4))
 	texts := []Text{{Where: "ordinary", Text: ordinaryText(8 << 10)}}
 	for i := 0; i < 40; i++ {

@@ -134,11 +134,7 @@ func TestProvenancePrefilters(t *testing.T) {
 	const alphabet = "aZ09:/@.-() \t\n\v+_~xDE"
 	r := rand.New(rand.NewSource(4))
 	for i := 0; i < 20000; i++ {
-		b := make([]byte, r.Intn(40))
-		for j := range b {
-			b[j] = alphabet[r.Intn(len(alphabet))]
-		}
-		checkPrefilters(t, string(b))
+		checkPrefilters(t, randomString(r, alphabet, r.Intn(40)))
 	}
 	for _, s := range []string{"https://evil.example/x", "a@b.co", "DE89 3704 0044 0532 0130 00", "+1 (555) 010-9999", "ACC77120934", "~/x/y.txt", "a\v\vb", "x \t y"} {
 		checkPrefilters(t, s)
