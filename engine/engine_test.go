@@ -103,6 +103,21 @@ func TestFacts(t *testing.T) {
 	}
 }
 
+// TestFactsWithoutRecent: a library caller's conversation facts with a nil
+// Recent (no approved step yet) decide like an empty window, not as a
+// policy error (ENGINE-001).
+func TestFactsWithoutRecent(t *testing.T) {
+	e := newTestEngine(t)
+	req := mustRequest(t, request("trusted", "calculate", `{"query":"2+2"}`))
+	d, err := e.Evaluate(context.Background(), req, &schema.Facts{Conversation: &schema.ConversationFacts{Fingerprint: "f"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Outcome != schema.Allow {
+		t.Errorf("got %s %v, want allow", d.Outcome, d.Codes())
+	}
+}
+
 // TestFailClosed: whatever goes wrong in the policy, the answer is deny.
 func TestFailClosed(t *testing.T) {
 	tests := []struct {

@@ -42,6 +42,14 @@ test_second_repeat_allowed if {
 	d.decision == "allow"
 }
 
+test_null_recent_is_no_history if {
+	f := {"conversation": {"steps_approved": 1, "last_step": 1, "fingerprint": "f1", "recent": null}}
+	d := tier1.decision with input as with_facts(with_state_hash(calc), f)
+	d.decision == "allow"
+	not "LOOP-003" in codes(d)
+	not "LOOP-004" in codes(d)
+}
+
 with_state_hash(r) := json.patch(r, [
 	{"op": "add", "path": "/context/pre_action_state_hash", "value": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"},
 	{"op": "add", "path": "/context/state_source", "value": "git_tree"},
