@@ -245,6 +245,28 @@ func TestMatchLongLineWindow(t *testing.T) {
 	}
 }
 
+// TestMatchLongLiteral: a required literal longer than the automaton keeps
+// (maxScanLit) is found by its prefix; texts that share only the prefix do
+// not match, and a match reports the true offset and excerpt.
+func TestMatchLongLiteral(t *testing.T) {
+	rs, err := Compile([]Rule{{Code: "L", Pattern: `internationalization\s+is\s+(?:required|mandatory)\b`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lits := rs.rules[0].literals; len(lits[0]) <= maxScanLit {
+		t.Fatalf("literals %q: the test needs one longer than %d bytes", lits, maxScanLit)
+	}
+	miss := "Internationalization is optional here. " + strings.Repeat("internationalizat ", 50)
+	if got := rs.Match([]Text{{Where: "m", Text: miss}}); len(got) != 0 {
+		t.Errorf("prefix only: Match = %+v", got)
+	}
+	hit := miss + "\nNote: INTERNATIONALIZATION  is\tmandatory."
+	got := rs.Match([]Text{{Where: "h", Text: hit}})
+	if want := strings.Index(hit, "INTERNATIONALIZATION"); len(got) != 1 || got[0].Offset != want || got[0].Excerpt != "INTERNATIONALIZATION  is\tmandatory" {
+		t.Errorf("Match = %+v, want one at %d", got, want)
+	}
+}
+
 // naiveMatch is the reference semantics for line-local rules: the leftmost
 // match of the first line (in text order) where the regex matches.
 func naiveMatch(re *regexp.Regexp, text string) (int, bool) {
