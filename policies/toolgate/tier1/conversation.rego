@@ -22,28 +22,21 @@ reasons contains {"code": "LOOP-002", "rule": "step_replay", "message": sprintf(
 
 reasons contains {"code": "LOOP-003", "rule": "repeated_action", "message": "the same action was approved twice in a row; a third is a loop", "where": "action", "decision": "deny"} if {
 	input.facts.conversation
-	recent := approved_recently
-	n := count(recent)
+	is_array(input.facts.conversation.recent) # a caller's facts may leave it null: no history
+	n := count(input.facts.conversation.recent)
 	n >= 2
-	recent[n - 1] == input.facts.conversation.fingerprint
-	recent[n - 2] == input.facts.conversation.fingerprint
+	input.facts.conversation.recent[n - 1] == input.facts.conversation.fingerprint
+	input.facts.conversation.recent[n - 2] == input.facts.conversation.fingerprint
 }
 
 reasons contains {"code": "LOOP-004", "rule": "no_progress", "message": sprintf("the same action on unchanged state %q for the third time in the last %d steps", [input.context.pre_action_state_hash, config.loop_window]), "where": "context.pre_action_state_hash", "decision": "deny"} if {
 	input.context.pre_action_state_hash
 	input.facts.conversation
-	recent := approved_recently
-	n := count(recent)
-	window := array.slice(recent, n - config.loop_window, n)
+	is_array(input.facts.conversation.recent)
+	n := count(input.facts.conversation.recent)
+	window := array.slice(input.facts.conversation.recent, n - config.loop_window, n)
 	count([f | some f in window; f == input.facts.conversation.fingerprint]) >= 2
 }
-
-# approved_recently is the conversation's window of approved fingerprints;
-# a caller's facts may leave it null (Go's nil slice) when none are
-# approved yet, which is the empty window, not an error.
-approved_recently := input.facts.conversation.recent if is_array(input.facts.conversation.recent)
-
-else := []
 
 reasons contains {"code": "LOOP-005", "rule": "step_in_flight", "message": sprintf("step %d is already being decided for this conversation", [input.context.step_number]), "where": "context.step_number", "decision": "deny"} if {
 	input.facts.conversation.reserved
