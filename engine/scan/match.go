@@ -396,5 +396,6 @@ func (r *compiledRule) find(s string) []int {
 // is", "your new task are", ...): their tails made half the automaton's
 // states (27,520 at 64 bytes, 18,069 at 16: a 15.6 MB table became 10.2 MB)
 // while the shared prefix already tells the texts apart. At 12 bytes the
-// regexes examined a fifth more of ordinary text; at 8, ten times more.
+// regexes examined a fifth more of ordinary text; at 8, Match ran ten times
+// slower on the benchmarks' text (TestPrefilterKeepsRegexWorkSmall fails).
 const maxScanLit = 16
