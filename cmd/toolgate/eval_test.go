@@ -123,6 +123,28 @@ func TestEvalExplain(t *testing.T) {
 	}
 }
 
+// TestREADMEQuickStart: the explanation the README shows for its example
+// request is the one toolgate gives (on a fresh state file), line for line.
+func TestREADMEQuickStart(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cmd = "$ go run ./cmd/toolgate eval --explain examples/request.json\n"
+	_, shown, ok := strings.Cut(string(readme), cmd)
+	if !ok {
+		t.Fatalf("README lacks %q", cmd)
+	}
+	shown, _, _ = strings.Cut(shown, "```")
+	code, _, errs := runCLI(t, "", "eval", "--explain", "--db", filepath.Join(t.TempDir(), "state.db"), "../../examples/request.json")
+	if code != exitEscalate {
+		t.Errorf("exit %d, want %d (escalate) as the README says", code, exitEscalate)
+	}
+	if errs != shown {
+		t.Errorf("README shows\n%s\ntoolgate says\n%s", shown, errs)
+	}
+}
+
 func TestEvalFileAndData(t *testing.T) {
 	dir := t.TempDir()
 	reqPath := filepath.Join(dir, "req.json")
