@@ -361,14 +361,7 @@ func sameSet(a, b []string) bool {
 		return false
 	}
 	for _, s := range a {
-		found := false
-		for _, t := range b {
-			if s == t {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.Contains(b, s) {
 			return false
 		}
 	}
@@ -451,14 +444,7 @@ func cross(as, bs []string, limit int) []string {
 func union(a, b []string) []string {
 	out := append([]string(nil), a...)
 	for _, s := range b {
-		dup := false
-		for _, t := range out {
-			if s == t {
-				dup = true
-				break
-			}
-		}
-		if !dup {
+		if !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}
