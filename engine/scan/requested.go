@@ -1,6 +1,9 @@
 package scan
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // RequestedAction is one of a tool's action verbs that the untrusted text
 // asks for while the trusted text never mentions any of them.
@@ -50,7 +53,7 @@ func (v *Verbs) RequestedActions(tool string, trusted, untrusted []Text) []Reque
 	var want []string // the tool's verbs, by stem, in name order
 	for _, w := range nameWords(tool) {
 		st := stem(w)
-		if _, ok := known[st]; ok && !containsString(want, st) {
+		if _, ok := known[st]; ok && !slices.Contains(want, st) {
 			want = append(want, st)
 		}
 	}
@@ -243,12 +246,3 @@ func stemBytes(w []byte) []byte {
 }
 
 var suffixes = []string{"ing", "ed", "es", "s"}
-
-func containsString(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

@@ -2,6 +2,7 @@ package scan
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -80,7 +81,7 @@ func TestEachImperative(t *testing.T) {
 	} {
 		var got []string
 		eachImperative(text, func(w []byte) bool { // every verb above, as a request uses it
-			if st := string(w); st == want || containsString([]string{"leave", "move", "delete", "transfer", "wipe", "cancel", "share", "pay", "revoke", "disable"}, st) {
+			if st := string(w); st == want || slices.Contains([]string{"leave", "move", "delete", "transfer", "wipe", "cancel", "share", "pay", "revoke", "disable"}, st) {
 				got = append(got, st)
 			}
 			return true
@@ -88,7 +89,7 @@ func TestEachImperative(t *testing.T) {
 		switch {
 		case want == "" && len(got) > 0:
 			t.Errorf("%q: found %q in request position", text, got)
-		case want != "" && !containsString(got, want):
+		case want != "" && !slices.Contains(got, want):
 			t.Errorf("%q: %q not found in request position (got %q)", text, want, got)
 		}
 	}
@@ -153,7 +154,7 @@ func FuzzRequestedActions(f *testing.F) {
 	f.Fuzz(func(t *testing.T, tool, trusted, untrusted string) {
 		got := verbs.RequestedActions(tool, []Text{{Where: "t", Text: trusted}}, []Text{{Where: "u", Text: untrusted}})
 		for _, r := range got {
-			if r.Where != "u" || !containsString(testVerbs, r.Verb) {
+			if r.Where != "u" || !slices.Contains(testVerbs, r.Verb) {
 				t.Fatalf("bad result %v", r)
 			}
 		}
