@@ -598,7 +598,7 @@ func emojiJoin(s string, i int) bool {
 // isPictograph reports whether r is in the Unicode blocks emoji are drawn
 // from (symbols and pictographs, dingbats, miscellaneous symbols).
 func isPictograph(r rune) bool {
-	return r >= 0x1F000 && r <= 0x1FAFF || r >= 0x2600 && r <= 0x27BF || r >= 0x2300 && r <= 0x23FF || r == 0x2640 || r == 0x2642
+	return r >= 0x1F000 && r <= 0x1FAFF || r >= 0x2600 && r <= 0x27BF || r >= 0x2300 && r <= 0x23FF
 }
 
 // invisibleFindings reports zero-width characters (ENCODED-007; a BOM at
