@@ -271,7 +271,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 
 // verbSets are the prepared action_verbs options, by value.
 var verbSets = newValueCache(16, func(v ast.Value) (*scan.Verbs, error) {
-	checked, err := stringsIn(ast.NewObject(ast.Item(keyTerm("action_verbs"), ast.NewTerm(v))), "action_verbs", true)
+	checked, err := checkStrings(v, "action_verbs", true)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +300,11 @@ func valueOf(obj ast.Object, key string) ast.Value {
 // absent). strict: an element that is not a string is an error; otherwise,
 // as with Rego's `in`, it simply never matches.
 func stringsIn(obj ast.Object, key string, strict bool) (ast.Value, error) {
-	v := getPath(obj, key)
+	return checkStrings(getPath(obj, key), key, strict)
+}
+
+// checkStrings is stringsIn for the value v of the option key.
+func checkStrings(v ast.Value, key string, strict bool) (ast.Value, error) {
 	bad := false
 	switch x := v.(type) {
 	case nil:
