@@ -128,4 +128,18 @@ var migrations = []string{
 		cost_usd REAL NOT NULL DEFAULT 0,
 		PRIMARY KEY (agent_id, day)
 	) WITHOUT ROWID;`,
+	// 2: the hourly request count kept per agent and minute instead of one
+	// row per request: at most 61 rows per agent, whatever the traffic.
+	// The requests of the last hour move into their minutes.
+	`CREATE TABLE request_minutes (
+		agent_id TEXT NOT NULL,
+		minute   INTEGER NOT NULL,
+		n        INTEGER NOT NULL,
+		PRIMARY KEY (agent_id, minute)
+	) WITHOUT ROWID;
+	CREATE INDEX request_minutes_minute ON request_minutes (minute);
+	INSERT INTO request_minutes (agent_id, minute, n)
+		SELECT agent_id, at / 60000000000, count(*) FROM request_log GROUP BY agent_id, at / 60000000000;
+	DROP TABLE request_log;
+	DROP TABLE request_window;`,
 }

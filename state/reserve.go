@@ -136,7 +136,7 @@ func (s *Store) Reserve(ctx context.Context, req schema.Request, opts ReserveOpt
 		if authenticated {
 			bf.RequestsLastHour, err = countRequest(ctx, q, st, agentID, now)
 		} else {
-			bf.RequestsLastHour, err = peekRequests(ctx, st(q.windowCount), agentID, now)
+			bf.RequestsLastHour, err = peekRequests(ctx, st(q.sumMinutes), agentID, now)
 		}
 		if err != nil {
 			return err
@@ -173,29 +173,25 @@ func (s *Store) Reserve(ctx context.Context, req schema.Request, opts ReserveOpt
 }
 
 // PruneEvery is how often (by the requests' time) Reserve removes what no
-// request reads any more: the hourly windows of agents idle for an hour and
-// reservations a crashed process left over a day ago. Nothing depends on
-// them being gone (an expired reservation is replaced, an agent's own
-// expired requests leave its window on its next request), so this is
-// housekeeping, done once per interval rather than on every request.
+// request reads any more: the minutes of the hourly windows that have left
+// the hour, and reservations a crashed process left over a day ago. Nothing
+// depends on them being gone (an expired reservation is replaced, a count
+// never reads a minute out of its window), so this is housekeeping, done
+// once per interval rather than on every request.
 const PruneEvery = time.Minute
 
 // prune removes, at most once per PruneEvery (or when the clock went
-// back), the windows of agents idle for an hour and reservations older than
-// a day. It runs in Reserve's transaction: if that rolls back, the next
-// interval prunes.
+// back), the minutes that have left every hourly window and reservations
+// older than a day. It runs in Reserve's transaction: if that rolls back,
+// the next interval prunes.
 func (s *Store) prune(ctx context.Context, st func(*sql.Stmt) *sql.Stmt, now time.Time) error {
 	last, t := s.lastPrune.Load(), now.UnixNano()
 	if last != 0 && t >= last && t-last < int64(PruneEvery) {
 		return nil
 	}
 	q := s.q
-	cutoff := now.Add(-time.Hour).UnixNano()
-	if _, err := st(q.pruneStaleLog).ExecContext(ctx, cutoff); err != nil {
-		return fmt.Errorf("prune request log: %w", err)
-	}
-	if _, err := st(q.pruneStaleWindow).ExecContext(ctx, cutoff); err != nil {
-		return fmt.Errorf("prune request windows: %w", err)
+	if _, err := st(q.pruneMinutes).ExecContext(ctx, firstMinute(now)); err != nil {
+		return fmt.Errorf("prune request counts: %w", err)
 	}
 	// Reservations left by a crashed process: gone after a day.
 	if _, err := st(q.pruneReservations).ExecContext(ctx, now.Add(-24*time.Hour).UnixNano()); err != nil {
@@ -205,38 +201,33 @@ func (s *Store) prune(ctx context.Context, st func(*sql.Stmt) *sql.Stmt, now tim
 	return nil
 }
 
+// The hourly window is kept in minutes: requests are counted per agent and
+// minute (Unix time / 60), and the requests of the last hour are those of
+// the current minute and the 60 before it. A request therefore leaves the
+// count between 60 and 61 minutes after it was made: never early (a limit
+// is never lifted before the hour is over), at most a minute late: the
+// price of at most 61 rows per agent instead of one per request.
+
+// minute is t's minute in the window's terms.
+func minute(t time.Time) int64 { return t.Unix() / 60 }
+
+// firstMinute is the oldest minute in the hourly window ending at now.
+func firstMinute(now time.Time) int64 { return minute(now) - 60 }
+
 // countRequest records a request in the agent's hourly window and returns
-// the window's count, this request included. The agent's own expired
-// requests leave the window here, so the count is exact whether or not
-// prune has removed an idle window yet.
+// the window's count, this request included.
 func countRequest(ctx context.Context, q *stmts, st func(*sql.Stmt) *sql.Stmt, agentID string, now time.Time) (int, error) {
-	cutoff := now.Add(-time.Hour).UnixNano()
-	res, err := st(q.pruneAgentLog).ExecContext(ctx, agentID, cutoff)
-	if err != nil {
-		return 0, fmt.Errorf("prune request log: %w", err)
-	}
-	expired, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("prune request log: %w", err)
-	}
-	if _, err := st(q.logRequest).ExecContext(ctx, agentID, now.UnixNano()); err != nil {
+	if _, err := st(q.countMinute).ExecContext(ctx, agentID, minute(now)); err != nil {
 		return 0, fmt.Errorf("record request: %w", err)
 	}
-	var n int
-	if err := st(q.bumpWindow).QueryRowContext(ctx, agentID, now.UnixNano(), expired).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count requests: %w", err)
-	}
-	return n, nil
+	return peekRequests(ctx, st(q.sumMinutes), agentID, now)
 }
 
-// peekRequests reads the agent's running count without recording anything.
-// It may include requests that expired since the agent's last request; it
-// is used only for requests the policy denies for authentication anyway.
+// peekRequests reads the agent's hourly count without recording anything
+// (stmt is sumMinutes, bound or not).
 func peekRequests(ctx context.Context, stmt *sql.Stmt, agentID string, now time.Time) (int, error) {
 	var n int
-	switch err := stmt.QueryRowContext(ctx, agentID, now.Add(-time.Hour).UnixNano()).Scan(&n); {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
+	if err := stmt.QueryRowContext(ctx, agentID, firstMinute(now)).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count requests: %w", err)
 	}
 	return n, nil
@@ -270,15 +261,16 @@ func agentFacts(ctx context.Context, stmt *sql.Stmt, ag schema.Agent, required b
 	return af, limits{maxDailyCost: a.MaxDailyCostUSD, maxRequestsPerHour: a.MaxRequestsPerHour}, nil
 }
 
-// budgetFacts reads the budget for Budget; Reserve keeps a running count.
-func budgetFacts(ctx context.Context, q querier, agentID string, l limits, now time.Time) (schema.BudgetFacts, error) {
+// budgetFacts reads the budget for Budget, through the prepared statements
+// Reserve uses.
+func budgetFacts(ctx context.Context, q *stmts, agentID string, l limits, now time.Time) (schema.BudgetFacts, error) {
 	bf := schema.BudgetFacts{MaxRequestsPerHour: l.maxRequestsPerHour, MaxDailyCostUSD: l.maxDailyCost}
-	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM request_log WHERE agent_id = ? AND at > ?",
-		agentID, now.Add(-time.Hour).UnixNano()).Scan(&bf.RequestsLastHour); err != nil {
-		return bf, fmt.Errorf("count requests: %w", err)
+	n, err := peekRequests(ctx, q.sumMinutes, agentID, now)
+	if err != nil {
+		return bf, err
 	}
-	switch err := q.QueryRowContext(ctx, "SELECT cost_usd FROM daily_cost WHERE agent_id = ? AND day = ?",
-		agentID, day(now)).Scan(&bf.CostTodayUSD); {
+	bf.RequestsLastHour = n
+	switch err := q.dailyCost.QueryRowContext(ctx, agentID, day(now)).Scan(&bf.CostTodayUSD); {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
 		return bf, fmt.Errorf("read daily cost: %w", err)
@@ -469,7 +461,7 @@ func (s *Store) Budget(ctx context.Context, agentID string, now time.Time) (sche
 	case !errors.Is(err, ErrNotFound):
 		return schema.BudgetFacts{}, s.fail("read budget", err)
 	}
-	bf, err := budgetFacts(ctx, s.db, agentID, l, now)
+	bf, err := budgetFacts(ctx, s.q, agentID, l, now)
 	if err != nil {
 		return schema.BudgetFacts{}, s.fail("read budget", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -464,8 +465,8 @@ func TestBudget(t *testing.T) {
 		t.Errorf("first request after an idle hour: requests_last_hour %d, want 1", f.Budget.RequestsLastHour)
 	}
 	var rows int
-	if err := s.DB().QueryRowContext(ctx, "SELECT count(*) FROM request_log").Scan(&rows); err != nil || rows != 1 {
-		t.Errorf("request_log keeps %d rows, want 1", rows)
+	if err := s.DB().QueryRowContext(ctx, "SELECT count(*) FROM request_minutes").Scan(&rows); err != nil || rows != 1 {
+		t.Errorf("request_minutes keeps %d rows, want this minute's", rows)
 	}
 	// Unknown agents: no limits.
 	if b, err := s.Budget(ctx, "nobody", t0); err != nil || b != (schema.BudgetFacts{}) {
@@ -527,32 +528,81 @@ func TestReopenKeepsEverything(t *testing.T) {
 	}
 }
 
-// The running count Reserve keeps agrees with an exact count of the hour,
-// whatever the spacing of requests.
-func TestRequestWindowMatchesExactCount(t *testing.T) {
+// TestHourlyWindowEdges: a request is counted until the end of the minute
+// an hour after its own (60 to 61 minutes), never less than an hour.
+func TestHourlyWindowEdges(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)
-	gaps := []time.Duration{0, time.Minute, 30 * time.Minute, 29 * time.Minute, 2 * time.Minute, 59 * time.Minute,
-		time.Hour, 2 * time.Hour, time.Second, time.Second, 61 * time.Minute}
+	made := t0.Add(30 * time.Second) // 10:00:30
+	res, _, err := s.Reserve(ctx, request("a", "c", 1, "calculate", nil, ""), ReserveOptions{Now: made})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Release(ctx)
+	for _, tt := range []struct {
+		at   time.Duration // after t0
+		want int
+	}{
+		{30 * time.Second, 1},
+		{59*time.Minute + 59*time.Second, 1},
+		{60*time.Minute + 30*time.Second, 1}, // exactly an hour old
+		{60*time.Minute + 59*time.Second, 1}, // a minute late at most
+		{61 * time.Minute, 0},
+		{-time.Minute, 1}, // the clock went back: still counted
+	} {
+		b, err := s.Budget(ctx, "a", t0.Add(tt.at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.RequestsLastHour != tt.want {
+			t.Errorf("at 10:00 + %v: requests_last_hour %d, want %d", tt.at, b.RequestsLastHour, tt.want)
+		}
+	}
+}
+
+// TestHourlyWindowBounds: whatever the spacing of requests, the count
+// Reserve returns is at least the exact count of the hour ending now (a
+// limit is never lifted early) and at most that of the 61 minutes ending
+// now; Budget reads the same count without adding to it.
+func TestHourlyWindowBounds(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var made []time.Time
+	exact := func(now time.Time, d time.Duration) int {
+		n := 0
+		for _, m := range made {
+			if m.After(now.Add(-d)) && !m.After(now) {
+				n++
+			}
+		}
+		return n
+	}
 	now := t0
-	for i, g := range gaps {
-		now = now.Add(g)
-		for _, agent := range []string{"a", "b"} {
-			if agent == "b" && i%3 != 0 {
-				continue
-			}
-			res, f, err := s.Reserve(ctx, request(agent, "c", i+1, "calculate", nil, ""), ReserveOptions{Now: now})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.Release(ctx)
-			b, err := s.Budget(ctx, agent, now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if f.Budget.RequestsLastHour != b.RequestsLastHour {
-				t.Errorf("request %d of %s: running count %d, exact %d", i, agent, f.Budget.RequestsLastHour, b.RequestsLastHour)
-			}
+	for i := range 300 {
+		// Mostly seconds apart, sometimes most of an hour or more.
+		switch r := rng.IntN(20); {
+		case r == 0:
+			now = now.Add(time.Duration(rng.Int64N(int64(90 * time.Minute))))
+		default:
+			now = now.Add(time.Duration(rng.Int64N(int64(40 * time.Second))))
+		}
+		res, f, err := s.Reserve(ctx, request("a", "c", i+1, "calculate", nil, ""), ReserveOptions{Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Release(ctx)
+		made = append(made, now)
+		got := f.Budget.RequestsLastHour
+		if lo, hi := exact(now, time.Hour), exact(now, 61*time.Minute); got < lo || got > hi {
+			t.Fatalf("request %d at %s: requests_last_hour %d, want %d..%d", i+1, now.Format(time.TimeOnly), got, lo, hi)
+		}
+		b, err := s.Budget(ctx, "a", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.RequestsLastHour != got {
+			t.Fatalf("request %d: Budget reads %d, Reserve returned %d", i+1, b.RequestsLastHour, got)
 		}
 	}
 }
@@ -594,7 +644,7 @@ func TestUnauthenticatedRequestsAreNotCounted(t *testing.T) {
 		t.Errorf("optional registration: %+v, want 3", b)
 	}
 	var rows int
-	if err := s.DB().QueryRowContext(ctx, "SELECT count(*) FROM request_log WHERE agent_id LIKE 'made_up_%'").Scan(&rows); err != nil || rows != 0 {
+	if err := s.DB().QueryRowContext(ctx, "SELECT count(*) FROM request_minutes WHERE agent_id LIKE 'made_up_%'").Scan(&rows); err != nil || rows != 0 {
 		t.Errorf("made-up ids logged: %d %v", rows, err)
 	}
 }
@@ -613,10 +663,10 @@ func TestReserveRefusesMissingKeys(t *testing.T) {
 	}
 }
 
-// TestPeriodicPrune: idle agents' windows and day-old reservations are
-// removed by the first Reserve once PruneEvery has passed since the last
-// prune, and an idle agent's count is right whether or not its window was
-// pruned yet.
+// TestPeriodicPrune: the minutes that have left every hourly window and
+// day-old reservations are removed by the first Reserve once PruneEvery has
+// passed since the last prune, and a count is the same whether or not its
+// old minutes were pruned yet.
 func TestPeriodicPrune(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)
@@ -641,34 +691,32 @@ func TestPeriodicPrune(t *testing.T) {
 	reserve("a", 1, t0)
 	res, _ := reserve("b", 1, t0.Add(time.Second))
 	res.Release(ctx)
-	if n := count("SELECT count(*) FROM request_window"); n != 2 {
-		t.Fatalf("%d windows, want 2", n)
+	if n := count("SELECT count(*) FROM request_minutes"); n != 1+1 {
+		t.Fatalf("%d minutes counted, want a's and b's", n)
 	}
-	// Two hours later (the last prune was at t0) the idle windows go, but
-	// not yet the reservation: it has not been expired for a day.
+	// Two hours later (the last prune was at t0) the idle agents' minutes
+	// go, but not yet the reservation: it has not been expired for a day.
 	res, f := reserve("c", 1, t0.Add(2*time.Hour))
 	res.Release(ctx)
 	if f.Budget.RequestsLastHour != 1 {
 		t.Errorf("c: requests_last_hour %d, want 1", f.Budget.RequestsLastHour)
 	}
-	if n := count("SELECT count(*) FROM request_window WHERE agent_id IN ('a', 'b')"); n != 0 {
-		t.Errorf("idle windows kept: %d", n)
-	}
-	if n := count("SELECT count(*) FROM request_log WHERE agent_id IN ('a', 'b')"); n != 0 {
-		t.Errorf("idle agents' requests kept: %d", n)
+	if n := count("SELECT count(*) FROM request_minutes WHERE agent_id IN ('a', 'b')"); n != 0 {
+		t.Errorf("idle agents' minutes kept: %d", n)
 	}
 	if n := count("SELECT count(*) FROM reservations"); n != 1 {
 		t.Errorf("%d reservations, want a's", n)
 	}
-	// c goes idle; within PruneEvery of the last prune its window is not
-	// pruned, but its own next request still counts from 1.
+	// c goes idle. d's request prunes at 14:59:30, when c's minute (14:00)
+	// is still in the window; within PruneEvery of that, c's next request
+	// at 15:01:10 finds its 14:00 minute unpruned, and does not count it.
 	at := t0.Add(2*time.Hour + 59*time.Minute + 30*time.Second)
-	res, _ = reserve("d", 1, at) // prunes; c is not idle for an hour yet
+	res, _ = reserve("d", 1, at)
 	res.Release(ctx)
-	if n := count("SELECT count(*) FROM request_window WHERE agent_id = 'c'"); n != 1 {
-		t.Fatalf("c's window: %d rows, want 1", n)
+	if n := count("SELECT count(*) FROM request_minutes WHERE agent_id = 'c'"); n != 1 {
+		t.Fatalf("c's minutes: %d rows, want 1", n)
 	}
-	res, f = reserve("c", 2, at.Add(40*time.Second)) // idle 1h0m10s, no prune
+	res, f = reserve("c", 2, at.Add(100*time.Second))
 	res.Release(ctx)
 	if f.Budget.RequestsLastHour != 1 {
 		t.Errorf("c after an idle hour: requests_last_hour %d, want 1", f.Budget.RequestsLastHour)
@@ -678,5 +726,8 @@ func TestPeriodicPrune(t *testing.T) {
 	res.Release(ctx)
 	if n := count("SELECT count(*) FROM reservations"); n != 0 {
 		t.Errorf("%d reservations, want none", n)
+	}
+	if n := count("SELECT count(*) FROM request_minutes"); n != 1 {
+		t.Errorf("%d minutes counted, want e's", n)
 	}
 }

@@ -12,12 +12,9 @@ import (
 // prepared once per Store: parsing SQL was a third of a cycle's CPU.
 type stmts struct {
 	agent             *sql.Stmt
-	pruneStaleLog     *sql.Stmt
-	pruneStaleWindow  *sql.Stmt
-	pruneAgentLog     *sql.Stmt
-	logRequest        *sql.Stmt
-	bumpWindow        *sql.Stmt
-	windowCount       *sql.Stmt
+	countMinute       *sql.Stmt
+	sumMinutes        *sql.Stmt
+	pruneMinutes      *sql.Stmt
 	dailyCost         *sql.Stmt
 	conversation      *sql.Stmt
 	recent            *sql.Stmt
@@ -39,18 +36,14 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		sql string
 	}{
 		{&q.agent, "SELECT " + agentColumns + " FROM agents WHERE id = ?"},
-		// The hourly window: one row per request, and per agent a running
-		// count, so reading it never scans the hour. Active agents shed
-		// their expired rows on each request; agents idle for an hour lose
-		// theirs at the next prune (Store.prune, once per PruneEvery).
-		{&q.pruneStaleLog, "DELETE FROM request_log WHERE agent_id IN (SELECT agent_id FROM request_window WHERE last_at <= ?)"},
-		{&q.pruneStaleWindow, "DELETE FROM request_window WHERE last_at <= ?"},
-		{&q.pruneAgentLog, "DELETE FROM request_log WHERE agent_id = ? AND at <= ?"},
-		{&q.logRequest, "INSERT INTO request_log (agent_id, at) VALUES (?, ?)"},
-		{&q.bumpWindow, `INSERT INTO request_window (agent_id, n, last_at) VALUES (?1, 1, ?2)
-			ON CONFLICT (agent_id) DO UPDATE SET n = request_window.n + 1 - ?3, last_at = max(request_window.last_at, excluded.last_at)
-			RETURNING n`},
-		{&q.windowCount, "SELECT n FROM request_window WHERE agent_id = ? AND last_at > ?"},
+		// The hourly window: per agent, a count of requests per minute
+		// (Unix time / 60), summed over the current minute and the 60
+		// before it. Minutes older than that are deleted by the next prune
+		// (Store.prune, once per PruneEvery); the sum never reads them.
+		{&q.countMinute, `INSERT INTO request_minutes (agent_id, minute, n) VALUES (?1, ?2, 1)
+			ON CONFLICT (agent_id, minute) DO UPDATE SET n = n + 1`},
+		{&q.sumMinutes, "SELECT coalesce(sum(n), 0) FROM request_minutes WHERE agent_id = ? AND minute >= ?"},
+		{&q.pruneMinutes, "DELETE FROM request_minutes WHERE minute < ?"},
 		{&q.dailyCost, "SELECT cost_usd FROM daily_cost WHERE agent_id = ? AND day = ?"},
 		{&q.conversation, "SELECT steps_approved, last_step FROM conversations WHERE agent_id = ? AND conversation_id = ?"},
 		{&q.recent, "SELECT fingerprint FROM fingerprints WHERE agent_id = ? AND conversation_id = ? ORDER BY seq DESC LIMIT ?"},
@@ -85,8 +78,7 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 }
 
 func (q *stmts) close() {
-	for _, st := range []*sql.Stmt{q.agent, q.pruneStaleLog, q.pruneStaleWindow, q.pruneAgentLog, q.logRequest,
-		q.bumpWindow, q.windowCount, q.dailyCost, q.conversation, q.recent, q.reserve, q.pruneReservations, q.dropReservation,
+	for _, st := range []*sql.Stmt{q.agent, q.countMinute, q.sumMinutes, q.pruneMinutes, q.dailyCost, q.conversation, q.recent, q.reserve, q.pruneReservations, q.dropReservation,
 		q.consume, q.addFingerprint, q.pruneFingerprints, q.addCost, q.savepoint, q.release, q.rollbackTo} {
 		if st != nil {
 			st.Close()

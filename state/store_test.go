@@ -240,3 +240,58 @@ func TestTwoStoresRaceForOneStep(t *testing.T) {
 		t.Errorf("%d winners, want 1", wins)
 	}
 }
+
+// TestMigrateRequestLogToMinutes: a file of state version 1 keeps its
+// agents' hourly counts when version 2 replaces the log of requests with
+// counts per minute.
+func TestMigrateRequestLogToMinutes(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v1.db")
+	db, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Migrate(ctx, db, "state", migrations[:1]); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		agent string
+		at    time.Time
+	}{
+		{"a", t0}, {"a", t0.Add(10 * time.Second)}, {"a", t0.Add(20 * time.Minute)}, {"b", t0.Add(59 * time.Second)},
+	} {
+		if _, err := db.ExecContext(ctx, "INSERT INTO request_log (agent_id, at) VALUES (?, ?)", r.agent, r.at.UnixNano()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, tt := range []struct {
+		agent string
+		at    time.Time
+		want  int
+	}{
+		{"a", t0.Add(30 * time.Minute), 3},
+		{"a", t0.Add(61 * time.Minute), 1},
+		{"b", t0.Add(time.Hour), 1},
+		{"c", t0, 0},
+	} {
+		b, err := s.Budget(ctx, tt.agent, tt.at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.RequestsLastHour != tt.want {
+			t.Errorf("%s at %s: requests_last_hour %d, want %d", tt.agent, tt.at.Format(time.TimeOnly), b.RequestsLastHour, tt.want)
+		}
+	}
+	var tables int
+	if err := s.DB().QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE name IN ('request_log', 'request_window')").Scan(&tables); err != nil || tables != 0 {
+		t.Errorf("old tables left: %d %v", tables, err)
+	}
+}
