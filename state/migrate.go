@@ -142,4 +142,9 @@ var migrations = []string{
 		SELECT agent_id, at / 60000000000, count(*) FROM request_log GROUP BY agent_id, at / 60000000000;
 	DROP TABLE request_log;
 	DROP TABLE request_window;`,
+	// 3: reservations live only while a call is decided, so the table holds
+	// the calls in flight (and what a crashed process left): the prune
+	// that reads expires_at once a minute scans it, rather than every
+	// reservation adding to and removing from an index.
+	`DROP INDEX reservations_expires_at;`,
 }
