@@ -59,6 +59,8 @@ type Store struct {
 	db   *sql.DB
 	q    *stmts
 	path string
+	// ckpt checkpoints the WAL off the writer (checkpoint.go).
+	ckpt *checkpointer
 	// w is this process's single writer: every write transaction of the
 	// store (and of the audit log sharing the file) goes through it, so
 	// they queue in Go rather than spin on SQLite's busy handler, and
@@ -102,14 +104,22 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s := &Store{db: db, path: abs}
+	s := &Store{db: db, path: abs, ckpt: startCheckpointer(db, checkpointInterval)}
 	s.w = groupcommit.New(func(ctx context.Context) (groupcommit.Txn[*sql.Tx], error) {
+		s.ckpt.beforeBegin(ctx)
 		// The DSN's _txlock=immediate makes this BEGIN IMMEDIATE.
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			return groupcommit.Txn[*sql.Tx]{}, err
 		}
-		t := groupcommit.Txn[*sql.Tx]{Q: tx, Commit: tx.Commit, Rollback: tx.Rollback}
+		commit := func() error {
+			err := tx.Commit()
+			if err == nil {
+				s.ckpt.committed()
+			}
+			return err
+		}
+		t := groupcommit.Txn[*sql.Tx]{Q: tx, Commit: commit, Rollback: tx.Rollback}
 		// s.q is set once Open has migrated (the writes before that run
 		// the savepoints' text); Open sets it before returning the store.
 		if q := s.q; q != nil {
@@ -125,16 +135,19 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// lock, which a read-only file refuses.
 	if err := s.probe(ctx); err != nil {
 		s.w.Close()
+		s.ckpt.close()
 		db.Close()
 		return fail(err)
 	}
 	if err := Migrate(ctx, db, "state", migrations); err != nil {
 		s.w.Close()
+		s.ckpt.close()
 		db.Close()
 		return nil, &Error{Op: "open", Path: abs, Err: err}
 	}
 	if s.q, err = prepare(ctx, db); err != nil {
 		s.w.Close()
+		s.ckpt.close()
 		db.Close()
 		return fail(err)
 	}
@@ -147,6 +160,7 @@ func dsn(abs string) string {
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walBackstopPages))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Set("_txlock", "immediate")
 	return "file:" + u.EscapedPath() + "?" + q.Encode()
@@ -199,6 +213,7 @@ func explain(err error) error {
 // Close finishes the queued writes and closes the database.
 func (s *Store) Close() error {
 	s.w.Close()
+	s.ckpt.close()
 	if s.q != nil {
 		s.q.close()
 	}
