@@ -1,8 +1,11 @@
 // Command toolgate-load measures `toolgate serve` on loopback: decisions per
 // second and latency percentiles at several numbers of concurrent clients,
 // with the signed audit log on and off, and optionally OPA's own server on
-// an equivalent policy for comparison. Every run is bounded in time and in
-// requests, and sends traffic only to 127.0.0.1.
+// an equivalent policy for comparison. Each level also reports the CPU time
+// the whole process (server and load generator) spent per request: times the
+// rate, it shows whether the two cores or something serial bound the run.
+// Every run is bounded in time and in requests, and sends traffic only to
+// 127.0.0.1.
 //
 //	go run ./cmd/toolgate-load -clients 1,8,64 -duration 5s [-opa /tmp/opa]
 package main
@@ -153,14 +156,19 @@ type result struct {
 	rate     float64
 	p50, p99 time.Duration
 	max      time.Duration
-	heap     [2]uint64 // heap in use at the start and end of the level
+	cpu      time.Duration // CPU time of the whole process per request (load generator included), 0 if unknown
+	heap     [2]uint64     // heap in use at the start and end of the level
 	rss      [2]int64
 }
 
 func (r result) String() string {
-	return fmt.Sprintf("%3d clients: %7d requests, %5d errors, %8.0f decisions/s, p50 %7s, p99 %7s, max %7s; heap %s -> %s, RSS %s -> %s",
+	cpu := "?"
+	if r.cpu > 0 {
+		cpu = r.cpu.Round(time.Microsecond).String()
+	}
+	return fmt.Sprintf("%3d clients: %7d requests, %5d errors, %8.0f decisions/s, p50 %7s, p99 %7s, max %7s; CPU %s/request; heap %s -> %s, RSS %s -> %s",
 		r.clients, r.requests, r.errors, r.rate, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.max.Round(time.Microsecond),
-		mib(int64(r.heap[0])), mib(int64(r.heap[1])), mib(r.rss[0]), mib(r.rss[1]))
+		cpu, mib(int64(r.heap[0])), mib(int64(r.heap[1])), mib(r.rss[0]), mib(r.rss[1]))
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20)) }
@@ -303,6 +311,7 @@ func level(t target, clients, workersLabel int, d time.Duration, max int) (resul
 		firstEr atomic.Value
 	)
 	heap0, rss0 := memory()
+	cpu0 := processCPU()
 	deadline := time.Now().Add(d)
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -339,12 +348,16 @@ func level(t target, clients, workersLabel int, d time.Duration, max int) (resul
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := processCPU() - cpu0
 	runtime.GC()
 	heap1, rss1 := memory()
 	slices.Sort(lats)
 	r := result{clients: workersLabel, requests: int(count.Load()), errors: int(errs.Load()),
 		heap: [2]uint64{heap0, heap1}, rss: [2]int64{rss0, rss1}}
 	if len(lats) > 0 {
+		if cpu0 > 0 {
+			r.cpu = cpu / time.Duration(len(lats))
+		}
 		r.rate = float64(len(lats)) / elapsed.Seconds()
 		r.p50 = lats[len(lats)/2]
 		r.p99 = lats[min(len(lats)-1, len(lats)*99/100)]
@@ -441,7 +454,7 @@ func loadOPA(out io.Writer, o options) ([]result, error) {
 			return status == http.StatusOK && bytes.Contains(body, []byte(`"decision":"allow"`))
 		},
 	}
-	fmt.Fprintf(out, "\nOPA %s (POST /v1/data/toolgate/simple/decision, registry + matrix only, no state, no audit; memory figures are this process's, not OPA's):\n", opaVersion(o.opa))
+	fmt.Fprintf(out, "\nOPA %s (POST /v1/data/toolgate/simple/decision, registry + matrix only, no state, no audit; memory and CPU figures are this process's, not OPA's):\n", opaVersion(o.opa))
 	if _, err := level(t, 8, 8, time.Minute, o.warmup); err != nil {
 		return nil, err
 	}

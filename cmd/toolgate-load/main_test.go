@@ -14,7 +14,7 @@ func TestLoadSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	for _, want := range []string{"  1 clients:", "  4 clients:", "audit rows", ": equal", "stages without HTTP"} {
+	for _, want := range []string{"  1 clients:", "  4 clients:", "audit rows", ": equal", "stages without HTTP", "/request;"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
