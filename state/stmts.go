@@ -78,8 +78,9 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 }
 
 func (q *stmts) close() {
-	for _, st := range []*sql.Stmt{q.agent, q.countMinute, q.sumMinutes, q.pruneMinutes, q.dailyCost, q.conversation, q.recent, q.reserve, q.pruneReservations, q.dropReservation,
-		q.consume, q.addFingerprint, q.pruneFingerprints, q.addCost, q.savepoint, q.release, q.rollbackTo} {
+	for _, st := range []*sql.Stmt{q.agent, q.countMinute, q.sumMinutes, q.pruneMinutes, q.dailyCost,
+		q.conversation, q.recent, q.reserve, q.pruneReservations, q.dropReservation, q.consume,
+		q.addFingerprint, q.pruneFingerprints, q.addCost, q.savepoint, q.release, q.rollbackTo} {
 		if st != nil {
 			st.Close()
 		}
