@@ -141,10 +141,8 @@ func (s *Store) Reserve(ctx context.Context, req schema.Request, opts ReserveOpt
 		if err != nil {
 			return err
 		}
-		switch err := st(q.dailyCost).QueryRowContext(ctx, agentID, day(now)).Scan(&bf.CostTodayUSD); {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
-			return fmt.Errorf("read daily cost: %w", err)
+		if bf.CostTodayUSD, err = costToday(ctx, st(q.dailyCost), agentID, now); err != nil {
+			return err
 		}
 		cf, err := conversationFacts(ctx, st(q.conversation), st(q.recent), agentID, convo)
 		if err != nil {
@@ -270,12 +268,22 @@ func budgetFacts(ctx context.Context, q *stmts, agentID string, l limits, now ti
 		return bf, err
 	}
 	bf.RequestsLastHour = n
-	switch err := q.dailyCost.QueryRowContext(ctx, agentID, day(now)).Scan(&bf.CostTodayUSD); {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return bf, fmt.Errorf("read daily cost: %w", err)
+	if bf.CostTodayUSD, err = costToday(ctx, q.dailyCost, agentID, now); err != nil {
+		return bf, err
 	}
 	return bf, nil
+}
+
+// costToday reads the agent's cost on now's UTC day, 0 if it has none (stmt
+// is dailyCost, bound or not).
+func costToday(ctx context.Context, stmt *sql.Stmt, agentID string, now time.Time) (float64, error) {
+	var cost float64
+	switch err := stmt.QueryRowContext(ctx, agentID, day(now)).Scan(&cost); {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return 0, fmt.Errorf("read daily cost: %w", err)
+	}
+	return cost, nil
 }
 
 // day is the UTC calendar day budgets are kept by.
