@@ -82,20 +82,16 @@ func (c *checkpointer) committed() {
 
 func (c *checkpointer) run() {
 	defer close(c.done)
-	t := time.NewTimer(c.every)
-	t.Stop()
 	for {
 		select {
 		case <-c.stop:
 			return
 		case <-c.wake:
 		}
-		t.Reset(c.every)
 		select {
 		case <-c.stop:
-			t.Stop()
 			return
-		case <-t.C:
+		case <-time.After(c.every):
 		}
 		c.round(context.Background())
 	}
