@@ -167,6 +167,7 @@ func (s *Store) Reserve(ctx context.Context, req schema.Request, opts ReserveOpt
 	if facts.Conversation.Reserved {
 		return nil, facts, nil
 	}
+	s.inFlight.Add(1)
 	return r, facts, nil
 }
 
@@ -341,7 +342,7 @@ func (r *Reservation) Commit(ctx context.Context, costUSD float64) error {
 	if err != nil && !errors.Is(err, ErrReservationLost) {
 		return err // the transaction rolled back: the reservation still holds
 	}
-	r.done = true
+	r.finish()
 	return err
 }
 
@@ -389,8 +390,16 @@ func (r *Reservation) ReleaseIn(ctx context.Context, tx *sql.Tx, onCommit func(f
 
 func (r *Reservation) settled() {
 	r.mu.Lock()
-	r.done = true
+	r.finish()
 	r.mu.Unlock()
+}
+
+// finish marks the reservation committed or released, once; r.mu is held.
+func (r *Reservation) finish() {
+	if !r.done {
+		r.done = true
+		r.s.inFlight.Add(-1)
+	}
 }
 
 // commit consumes the step in tx; ErrReservationLost means nothing was
@@ -450,7 +459,7 @@ func (r *Reservation) Release(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.done = true
+	r.finish()
 	return nil
 }
 

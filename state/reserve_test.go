@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
@@ -233,10 +234,18 @@ func TestReservationLifecycle(t *testing.T) {
 	req := request("a", "c", 1, "calculate", map[string]any{"query": "2+2"}, "")
 	opts := ReserveOptions{Now: t0, TTL: time.Minute}
 
+	// inFlight counts the reservations held, for the writer's linger.
+	inFlight := func(want int64) {
+		t.Helper()
+		if got := s.inFlight.Load(); got != want {
+			t.Errorf("%d reservations in flight, want %d", got, want)
+		}
+	}
 	first, _, err := s.Reserve(ctx, req, opts)
 	if err != nil || first == nil {
 		t.Fatalf("Reserve: %v %v", first, err)
 	}
+	inFlight(1)
 	// In flight: a second request on the step sees Reserved and gets a nil,
 	// no-op reservation.
 	second, f, err := s.Reserve(ctx, req, opts)
@@ -249,6 +258,7 @@ func TestReservationLifecycle(t *testing.T) {
 	if err := second.Release(ctx); err != nil {
 		t.Errorf("nil Release: %v", err)
 	}
+	inFlight(1)
 	// Released: the step is free again and nothing was consumed.
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -259,6 +269,7 @@ func TestReservationLifecycle(t *testing.T) {
 	if err := first.Commit(ctx, 0); !errors.Is(err, ErrReservationLost) {
 		t.Errorf("Commit after Release: %v, want ErrReservationLost", err)
 	}
+	inFlight(0)
 	third, f, err := s.Reserve(ctx, req, opts)
 	if err != nil || third == nil || f.Conversation.StepsApproved != 0 {
 		t.Fatalf("Reserve after Release: %v %+v %v", third, f.Conversation, err)
@@ -271,9 +282,11 @@ func TestReservationLifecycle(t *testing.T) {
 	if err != nil || fourth == nil || f.Conversation.Reserved {
 		t.Fatalf("Reserve after expiry: %v %+v %v", fourth, f.Conversation, err)
 	}
+	inFlight(2)
 	if err := third.Commit(ctx, 0); !errors.Is(err, ErrReservationLost) {
 		t.Errorf("Commit of a replaced reservation: %v, want ErrReservationLost", err)
 	}
+	inFlight(1)
 	if err := fourth.Commit(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -283,12 +296,45 @@ func TestReservationLifecycle(t *testing.T) {
 	if err := fourth.Commit(ctx, 0); !errors.Is(err, ErrReservationLost) {
 		t.Errorf("second Commit: %v, want ErrReservationLost", err)
 	}
+	inFlight(0)
 	cf, _ := s.Conversation(ctx, "a", "c")
 	if cf.StepsApproved != 1 || len(cf.Recent) != 1 {
 		t.Errorf("conversation %+v, want one step consumed", cf)
 	}
 	if err := fourth.Commit(ctx, -1); err == nil {
 		t.Error("negative cost accepted")
+	}
+	// Inside a write of the caller's: settled once that commits, and not
+	// when it rolls back.
+	for i, settle := range []func(*Reservation, context.Context, *sql.Tx, func(func())) error{
+		func(r *Reservation, ctx context.Context, tx *sql.Tx, on func(func())) error {
+			return r.CommitIn(ctx, tx, on, 0)
+		},
+		func(r *Reservation, ctx context.Context, tx *sql.Tx, on func(func())) error {
+			return r.ReleaseIn(ctx, tx, on)
+		},
+	} {
+		r, _, err := s.Reserve(ctx, request("a", "c", 2+i, "calculate", nil, ""), opts)
+		if err != nil || r == nil {
+			t.Fatalf("Reserve: %v %v", r, err)
+		}
+		errUndo := errors.New("undo")
+		err = s.Write(ctx, "test", func(ctx context.Context, tx *sql.Tx, on func(func())) error {
+			if err := settle(r, ctx, tx, on); err != nil {
+				return err
+			}
+			return errUndo
+		})
+		if !errors.Is(err, errUndo) {
+			t.Fatalf("Write: %v", err)
+		}
+		inFlight(1)
+		if err := s.Write(ctx, "test", func(ctx context.Context, tx *sql.Tx, on func(func())) error {
+			return settle(r, ctx, tx, on)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		inFlight(0)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 )
 
@@ -63,6 +64,7 @@ type Job[Q Execer] func(ctx context.Context, q Q, onCommit func(func())) error
 // Writer is one writer goroutine draining a queue of jobs.
 type Writer[Q Execer] struct {
 	begin Begin[Q]
+	busy  func() bool // nil: never linger
 	jobs  chan *job[Q]
 
 	mu     sync.RWMutex // held for reading while sending on jobs
@@ -112,11 +114,43 @@ func InJob(ctx context.Context) bool {
 	return ok && !bc.done
 }
 
+// LingerBelow is the batch size under which a writer with a busy function
+// lingers (see Linger).
+const LingerBelow = 4
+
+// Option configures a Writer.
+type Option func(*options)
+
+type options struct{ busy func() bool }
+
+// Linger makes the writer, before it commits a batch of fewer than
+// LingerBelow jobs, ask busy whether many writers-to-be are in flight; if so
+// it yields its thread once (runtime.Gosched) and takes the jobs queued
+// meanwhile into the batch. It is PostgreSQL's commit_delay with
+// commit_siblings: when more goroutines are runnable than there are CPUs,
+// the jobs about to be submitted join this batch instead of paying a
+// transaction of their own, and when none are runnable the yield returns at
+// once. Under light load (busy false) the writer never waits, so a closed
+// loop of few callers keeps its latency. busy must be cheap and safe for
+// concurrent use.
+func Linger(busy func() bool) Option {
+	return func(o *options) { o.busy = busy }
+}
+
 // New starts a writer; Close stops it.
-func New[Q Execer](begin Begin[Q]) *Writer[Q] {
-	w := &Writer[Q]{begin: begin, jobs: make(chan *job[Q], MaxBatch), done: make(chan struct{})}
+func New[Q Execer](begin Begin[Q], opts ...Option) *Writer[Q] {
+	w := newWriter(begin, opts...)
 	go w.loop()
 	return w
+}
+
+// newWriter is a writer whose loop has not started.
+func newWriter[Q Execer](begin Begin[Q], opts ...Option) *Writer[Q] {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Writer[Q]{begin: begin, busy: o.busy, jobs: make(chan *job[Q], MaxBatch), done: make(chan struct{})}
 }
 
 // Do runs fn in the next batch and returns once that batch committed (nil)
@@ -168,22 +202,30 @@ func (w *Writer[Q]) loop() {
 	defer close(w.done)
 	batch := make([]*job[Q], 0, MaxBatch)
 	for j := range w.jobs {
-		batch = append(batch[:0], j)
-	drain:
-		for len(batch) < MaxBatch {
-			select {
-			case j, ok := <-w.jobs:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, j)
-			default:
-				break drain
-			}
+		batch = w.drain(append(batch[:0], j))
+		if len(batch) < LingerBelow && w.busy != nil && w.busy() {
+			runtime.Gosched()
+			batch = w.drain(batch)
 		}
 		w.run(batch)
 		clear(batch)
 	}
+}
+
+// drain adds the jobs already queued to batch, up to MaxBatch.
+func (w *Writer[Q]) drain(batch []*job[Q]) []*job[Q] {
+	for len(batch) < MaxBatch {
+		select {
+		case j, ok := <-w.jobs:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, j)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // run commits one batch and wakes its callers.

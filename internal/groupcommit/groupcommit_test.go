@@ -272,3 +272,97 @@ func TestLoneJob(t *testing.T) {
 		t.Errorf("%d savepoints for lone jobs", sp)
 	}
 }
+
+// TestLinger: a writer whose busy function says yes takes the jobs queued
+// while it lingered into the batch at hand; one that says no, or has none,
+// commits them in a batch of their own; and busy is not asked for a batch
+// of LingerBelow jobs or more.
+func TestLinger(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		busy   *bool // nil: no Linger option
+		first  int   // jobs queued before the writer takes any
+		asked  int   // calls of busy
+		begins int64 // transactions
+	}{
+		{"busy", ptr(true), 1, 1, 1},
+		{"idle", ptr(false), 1, 2, 2},
+		{"no option", nil, 1, 0, 2},
+		{"large batch", ptr(true), LingerBelow, 1, 2}, // asked for the late job's batch only
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openDB(t)
+			var begins atomic.Int64
+			begin := func(ctx context.Context) (Txn[*sql.Tx], error) {
+				begins.Add(1)
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					return Txn[*sql.Tx]{}, err
+				}
+				return Txn[*sql.Tx]{Q: tx, Commit: tx.Commit, Rollback: tx.Rollback}, nil
+			}
+			ctx := context.Background()
+			newJob := func(k int) *job[*sql.Tx] {
+				return &job[*sql.Tx]{ctx: ctx, done: make(chan struct{}), fn: func(ctx context.Context, tx *sql.Tx, _ func(func())) error {
+					_, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (?)`, k)
+					return err
+				}}
+			}
+			// late arrives while the writer lingers over the first batch:
+			// busy queues it itself, so that the test does not race the
+			// writer. Without a call of busy, the test queues it after the
+			// first batch.
+			var w *Writer[*sql.Tx]
+			late := newJob(1000)
+			var lateQueued atomic.Bool
+			queueLate := func() {
+				if lateQueued.CompareAndSwap(false, true) {
+					w.jobs <- late
+				}
+			}
+			var asked atomic.Int64
+			var opts []Option
+			if tc.busy != nil {
+				opts = append(opts, Linger(func() bool {
+					asked.Add(1)
+					queueLate()
+					return *tc.busy
+				}))
+			}
+			// The first jobs are queued before the writer starts, so that
+			// it finds all of them at once.
+			w = newWriter(begin, opts...)
+			first := make([]*job[*sql.Tx], tc.first)
+			for i := range first {
+				first[i] = newJob(i)
+				w.jobs <- first[i]
+			}
+			go w.loop()
+			defer w.Close()
+			for _, j := range append(first, late) {
+				if j == late {
+					queueLate()
+				}
+				<-j.done
+				if j.err != nil {
+					t.Fatal(j.err)
+				}
+			}
+			if got := asked.Load(); got != int64(tc.asked) {
+				t.Errorf("busy asked %d times, want %d", got, tc.asked)
+			}
+			if got := begins.Load(); got != tc.begins {
+				t.Errorf("%d transactions, want %d", got, tc.begins)
+			}
+			var n int
+			if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n != tc.first+1 {
+				t.Errorf("%d rows, want %d", n, tc.first+1)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
