@@ -285,10 +285,10 @@ func TestLinger(t *testing.T) {
 		asked  int   // calls of busy
 		begins int64 // transactions
 	}{
-		{"busy", ptr(true), 1, 1, 1},
-		{"idle", ptr(false), 1, 2, 2},
+		{"busy", new(true), 1, 1, 1},
+		{"idle", new(false), 1, 2, 2},
 		{"no option", nil, 1, 0, 2},
-		{"large batch", ptr(true), LingerBelow, 1, 2}, // asked for the late job's batch only
+		{"large batch", new(true), LingerBelow, 1, 2}, // asked for the late job's batch only
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := openDB(t)
@@ -364,5 +364,3 @@ func TestLinger(t *testing.T) {
 		})
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
