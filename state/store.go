@@ -145,21 +145,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// database. Then make sure we can write: BEGIN IMMEDIATE takes the write
 	// lock, which a read-only file refuses.
 	if err := s.probe(ctx); err != nil {
-		s.w.Close()
-		s.ckpt.close()
-		db.Close()
+		s.Close()
 		return fail(err)
 	}
 	if err := Migrate(ctx, db, "state", migrations); err != nil {
-		s.w.Close()
-		s.ckpt.close()
-		db.Close()
+		s.Close()
 		return nil, &Error{Op: "open", Path: abs, Err: err}
 	}
 	if s.q, err = prepare(ctx, db); err != nil {
-		s.w.Close()
-		s.ckpt.close()
-		db.Close()
+		s.Close()
 		return fail(err)
 	}
 	return s, nil
