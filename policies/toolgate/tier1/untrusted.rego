@@ -94,7 +94,20 @@ injection_in_context if count(facts.injection_hits) > 0
 
 injection_in_context if count(facts.deobfuscated_hits) > 0
 
-suspicious if count(facts.pattern_hits) > 0
+suspicious if {
+	some m in facts.pattern_hits
+	relevant_hit(m)
+}
+
+# A request in the untrusted text to send something to an address (patterns
+# of class "request") makes a read suspicious, the first step of stealing
+# data, and a send, the second; it says nothing about a delete, so it does
+# not count for one. Meeting notes and mail are full of such requests ("Linda:
+# email the agenda to john@..."), and an injection that also deletes carries
+# other tells.
+relevant_hit(m) if object.get(m, "class", "") != "request"
+
+relevant_hit(_) if category != "delete"
 
 suspicious if count(facts.encoded) > 0
 
@@ -163,6 +176,7 @@ reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s",
 	input.context.blocks[0]
 	injection_concern
 	some m in facts.pattern_hits
+	relevant_hit(m)
 }
 
 reasons contains {"code": f.code, "rule": "encoded_content", "message": f.message, "where": f.where, "decision": "escalate"} if {
