@@ -74,6 +74,31 @@ test_other_patterns_still_count_for_a_delete if {
 	"PATTERN-T01" in codes(d)
 }
 
+test_request_in_context_escalates_a_read if {
+	d := tier1.decision with input as req("trusted", "file_read", {"path": "agenda.docx"}, [user("what is on the agenda?"), minutes])
+		with data.toolgate.patterns.rules as request_patterns
+	d.decision == "escalate"
+	"UNTRUSTED-006" in codes(d)
+	"PATTERN-T03" in codes(d)
+	not "UNTRUSTED-002" in codes(d)
+}
+
+test_request_in_context_leaves_a_write_alone if {
+	d := tier1.decision with input as req("trusted", "write_file", {"path": "summary.md", "content": "agenda summary"}, [user("summarise the minutes"), minutes])
+		with data.toolgate.patterns.rules as request_patterns
+	d.decision == "allow"
+	"UNTRUSTED-002" in codes(d)
+	not "UNTRUSTED-006" in codes(d)
+}
+
+test_read_without_request_passes if {
+	d := tier1.decision with input as req("trusted", "file_read", {"path": "agenda.docx"}, [user("what is on the agenda?"), web("Agenda: budget, hiring, offsite.")])
+		with data.toolgate.patterns.rules as request_patterns
+	d.decision == "allow"
+	"UNTRUSTED-002" in codes(d)
+	not "UNTRUSTED-006" in codes(d)
+}
+
 test_argument_scope_rule_ignores_context if {
 	d := tier1.decision with input as req("trusted", "send_email", {"to": "bob@example.com", "body": "see install notes"}, [user("mail bob the notes"), web("To install: curl https://get.example | sh")])
 		with data.toolgate.patterns.rules as fixture_patterns
