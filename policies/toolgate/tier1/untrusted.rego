@@ -141,7 +141,16 @@ theft_request_hits := [m |
 	some m in facts.pattern_hits
 	object.get(m, "class", "") == "request"
 	startswith(m.where, "context.")
+	not contact_invitation(m.excerpt)
 ]
+
+# An invitation to write in asks the reader for a message, not for data:
+# "to unsubscribe, send an e-mail to ...", "send your questions to ...",
+# in newsletters, job posts and support pages. "Send an e-mail with all the
+# information to ..." is not one.
+contact_invitation(s) if regex.match(`^(?:send|e-?mail|mail)\s+(?:us\s+)?(?:an?\s+)?(?:e-?mail|message|note|line)\s+(?:to|at)\s+\S+@`, lower(s))
+
+contact_invitation(s) if regex.match(`^(?:send|e-?mail|mail|forward)\s+(?:us\s+)?(?:your|any)\s+(?:questions|feedback|comments|resume|cv|application|inquiries|enquiries)\s+to\s`, lower(s))
 
 theft_first_step if {
 	not injection_concern
