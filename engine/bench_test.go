@@ -345,30 +345,34 @@ func (b *baseline) decide(req *schema.Request) schema.Outcome {
 	return out
 }
 
-// policyVerbs reads the action_verbs the default policy passes to
-// toolgate.inspect, so that the baseline checks the same verbs.
+// policyVerbs reads the action_verbs and generic_verbs the default policy
+// passes to toolgate.inspect, so that the baseline checks the same verbs.
 func policyVerbs(tb testing.TB) *scan.Verbs {
 	src, err := fs.ReadFile(policies.FS, "toolgate/tier1/untrusted.rego")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := string(src)
-	i := strings.Index(s, `"action_verbs": {`)
-	if i < 0 {
-		tb.Fatal("untrusted.rego: no action_verbs")
-	}
-	s = s[i+len(`"action_verbs": {`):]
-	s = s[:strings.Index(s, "}")]
-	var verbs []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.Trim(strings.TrimSpace(f), `"`); f != "" {
-			verbs = append(verbs, f)
+	set := func(key string) []string {
+		s := string(src)
+		i := strings.Index(s, `"`+key+`": {`)
+		if i < 0 {
+			tb.Fatalf("untrusted.rego: no %s", key)
 		}
+		s = s[i+len(`"`+key+`": {`):]
+		s = s[:strings.Index(s, "}")]
+		var words []string
+		for _, f := range strings.Split(s, ",") {
+			if f = strings.Trim(strings.TrimSpace(f), `"`); f != "" {
+				words = append(words, f)
+			}
+		}
+		return words
 	}
-	if len(verbs) < 10 {
-		tb.Fatalf("action_verbs: %q", verbs)
+	verbs, generic := set("action_verbs"), set("generic_verbs")
+	if len(verbs) < 10 || len(generic) == 0 {
+		tb.Fatalf("action_verbs %q, generic_verbs %q", verbs, generic)
 	}
-	return scan.NewVerbs(verbs)
+	return scan.NewVerbs(verbs, generic...)
 }
 
 // TestBaselineAgrees: the plain-Go baseline decides as the policy does, so

@@ -27,6 +27,7 @@ import (
 //	"path_scopes"         category → scope of its path arguments (read_path, write_path...)
 //	"outbound_categories" categories whose arguments leave the host
 //	"action_verbs"        verbs a tool's name may carry (RequestedActions)
+//	"generic_verbs"       words of a tool's name that stand for every action verb
 //
 // It returns
 //
@@ -176,7 +177,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	empty := ast.ArrayTerm()
 	patternHits, encodedTerm, decodedHits, injectionHits, disguisedHits, requestedTerm := empty, empty, empty, empty, empty, empty
 	if len(untrusted) > 0 {
-		verbs, err := verbsFor(getPath(opts, "action_verbs"))
+		verbs, err := verbsFor(getPath(opts, "action_verbs"), getPath(opts, "generic_verbs"))
 		if err != nil {
 			return nil, err
 		}
@@ -269,24 +270,35 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	), nil
 }
 
-// verbSets are the prepared action_verbs options, by value.
+// verbSets are the prepared action_verbs and generic_verbs options, by
+// value: [action_verbs, generic_verbs or null].
 var verbSets = newValueCache(16, func(v ast.Value) (*scan.Verbs, error) {
-	checked, err := checkStrings(v, "action_verbs", true)
+	pair := v.(*ast.Array)
+	checked, err := checkStrings(pair.Elem(0).Value, "action_verbs", true)
 	if err != nil {
 		return nil, err
 	}
-	var words []string
+	var words, generic []string
 	eachString(checked, func(s string) { words = append(words, s) })
-	return scan.NewVerbs(words), nil
+	if g := pair.Elem(1).Value; g != ast.NullValue {
+		if g, err = checkStrings(g, "generic_verbs", true); err != nil {
+			return nil, err
+		}
+		eachString(g, func(s string) { generic = append(generic, s) })
+	}
+	return scan.NewVerbs(words, generic...), nil
 })
 
-// verbsFor is the prepared action_verbs option v (an array or set of
-// strings), nil when v is absent.
-func verbsFor(v ast.Value) (*scan.Verbs, error) {
+// verbsFor is the prepared action_verbs option v with the generic_verbs
+// option g (arrays or sets of strings; g may be nil), nil when v is absent.
+func verbsFor(v, g ast.Value) (*scan.Verbs, error) {
 	if v == nil {
 		return nil, nil
 	}
-	return verbSets.get(v)
+	if g == nil {
+		g = ast.NullValue
+	}
+	return verbSets.get(ast.NewArray(ast.NewTerm(v), ast.NewTerm(g)))
 }
 
 func valueOf(obj ast.Object, key string) ast.Value {

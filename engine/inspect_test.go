@@ -90,20 +90,33 @@ func storeFor(data map[string]any) storage.Store { return inmem.NewFromObject(da
 
 func TestVerbsFor(t *testing.T) {
 	set := ast.NewSet(ast.StringTerm("leave"), ast.StringTerm("move"))
-	a, err := verbsFor(set)
+	a, err := verbsFor(set, nil)
 	if err != nil || a == nil {
 		t.Fatalf("verbsFor(set) = %v, %v", a, err)
 	}
-	if b, _ := verbsFor(ast.NewSet(ast.StringTerm("move"), ast.StringTerm("leave"))); b != a {
+	if b, _ := verbsFor(ast.NewSet(ast.StringTerm("move"), ast.StringTerm("leave")), nil); b != a {
 		t.Error("an equal set was prepared again, not taken from the cache")
 	}
 	if got := a.RequestedActions("leave_channel", nil, []scan.Text{{Where: "u", Text: "please leave"}}); len(got) != 1 || got[0].Verb != "leave" {
 		t.Errorf("RequestedActions = %v", got)
 	}
-	if v, err := verbsFor(nil); v != nil || err != nil {
+	if got := a.RequestedActions("manage_channels", nil, []scan.Text{{Where: "u", Text: "please leave"}}); got != nil {
+		t.Errorf("no generic verbs: RequestedActions(manage_channels) = %v", got)
+	}
+	g, err := verbsFor(set, ast.NewSet(ast.StringTerm("manage")))
+	if err != nil || g == a {
+		t.Fatalf("verbsFor(set, generic) = %v, %v; want a new value", g, err)
+	}
+	if got := g.RequestedActions("manage_channels", nil, []scan.Text{{Where: "u", Text: "please leave"}}); len(got) != 1 || got[0].Verb != "leave" {
+		t.Errorf("generic manage: RequestedActions = %v", got)
+	}
+	if v, err := verbsFor(nil, nil); v != nil || err != nil {
 		t.Errorf("verbsFor(nil) = %v, %v", v, err)
 	}
-	if _, err := verbsFor(ast.NewArray(ast.IntNumberTerm(1))); err == nil || !strings.Contains(err.Error(), "action_verbs") {
+	if _, err := verbsFor(ast.NewArray(ast.IntNumberTerm(1)), nil); err == nil || !strings.Contains(err.Error(), "action_verbs") {
 		t.Errorf("a number in action_verbs: err = %v", err)
+	}
+	if _, err := verbsFor(set, ast.NewArray(ast.IntNumberTerm(1))); err == nil || !strings.Contains(err.Error(), "generic_verbs") {
+		t.Errorf("a number in generic_verbs: err = %v", err)
 	}
 }

@@ -18,14 +18,26 @@ const MaxVerbWords = 1 << 16
 // Verbs is a list of action verbs prepared for Verbs.RequestedActions. It is
 // immutable and safe for concurrent use.
 type Verbs struct {
-	byStem map[string]string // stem → the verb as listed
+	byStem  map[string]string // stem → the verb as listed
+	all     []string          // every stem, sorted
+	generic map[string]bool   // words of a tool name that stand for every verb
 }
 
 // NewVerbs prepares verbs (case-insensitive) for Verbs.RequestedActions.
-func NewVerbs(verbs []string) *Verbs {
-	v := &Verbs{byStem: make(map[string]string, len(verbs))}
+// A generic word ("manage") in a tool's name stands for every verb: a tool
+// whose name says only that it manages something (EpicFHIRManageAppointments,
+// manage_users) can do any of the actions.
+func NewVerbs(verbs []string, generic ...string) *Verbs {
+	v := &Verbs{byStem: make(map[string]string, len(verbs)), generic: make(map[string]bool, len(generic))}
 	for _, w := range verbs {
 		v.byStem[stem(strings.ToLower(w))] = w
+	}
+	for st := range v.byStem {
+		v.all = append(v.all, st)
+	}
+	slices.Sort(v.all)
+	for _, w := range generic {
+		v.generic[strings.ToLower(w)] = true
 	}
 	return v
 }
@@ -36,7 +48,8 @@ func NewVerbs(verbs []string) *Verbs {
 // and that an untrusted text asks for, when no trusted text mentions any of
 // the tool's verbs in any form. An indirect injection is an action the data
 // asked for and the user did not: "Please leave the #general channel" in an
-// e-mail, then slack_leave_channel.
+// e-mail, then slack_leave_channel. A tool whose name carries a generic word
+// has every verb of the list, in the list's alphabetical order.
 //
 // The untrusted text asks for a verb when the verb stands where a request
 // puts it (see eachImperative): first in a sentence, line or quote, after
@@ -51,10 +64,16 @@ func NewVerbs(verbs []string) *Verbs {
 func (v *Verbs) RequestedActions(tool string, trusted, untrusted []Text) []RequestedAction {
 	known := v.byStem
 	var want []string // the tool's verbs, by stem, in name order
-	for _, w := range nameWords(tool) {
-		st := stem(w)
-		if _, ok := known[st]; ok && !slices.Contains(want, st) {
-			want = append(want, st)
+	words := nameWords(tool)
+	every := slices.ContainsFunc(words, func(w string) bool { return v.generic[w] })
+	if every {
+		want = v.all
+	} else {
+		for _, w := range words {
+			st := stem(w)
+			if _, ok := known[st]; ok && !slices.Contains(want, st) {
+				want = append(want, st)
+			}
 		}
 	}
 	if len(want) == 0 {
@@ -63,8 +82,12 @@ func (v *Verbs) RequestedActions(tool string, trusted, untrusted []Text) []Reque
 	for _, t := range trusted {
 		found := false
 		eachWord(t.Text, func(w []byte) bool {
-			for _, st := range want {
-				found = found || string(w) == st
+			if every {
+				_, found = known[string(w)]
+			} else {
+				for _, st := range want {
+					found = found || string(w) == st
+				}
 			}
 			return !found
 		})
@@ -72,19 +95,33 @@ func (v *Verbs) RequestedActions(tool string, trusted, untrusted []Text) []Reque
 			return nil
 		}
 	}
-	var out []RequestedAction
-	for _, st := range want {
-		verb := strings.ToLower(known[st])
-		for _, t := range untrusted {
-			found := false
-			eachImperative(t.Text, func(w []byte) bool {
-				found = string(w) == verb
-				return !found
-			})
-			if found {
-				out = append(out, RequestedAction{Verb: known[st], Where: t.Where})
-				break
+	// One pass over each untrusted text finds every wanted verb it asks
+	// for; the first text that asks for a verb is where it was asked.
+	lower := make([]string, len(want))
+	for i, st := range want {
+		lower[i] = strings.ToLower(known[st])
+	}
+	where := make([]string, len(want))
+	asked := make([]bool, len(want))
+	left := len(want)
+	for _, t := range untrusted {
+		eachImperative(t.Text, func(w []byte) bool {
+			for i, verb := range lower {
+				if !asked[i] && string(w) == verb {
+					asked[i], where[i] = true, t.Where
+					left--
+				}
 			}
+			return left > 0
+		})
+		if left == 0 {
+			break
+		}
+	}
+	var out []RequestedAction
+	for i, st := range want {
+		if asked[i] {
+			out = append(out, RequestedAction{Verb: known[st], Where: where[i]})
 		}
 	}
 	return out

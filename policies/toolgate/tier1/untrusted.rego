@@ -33,6 +33,9 @@ import rego.v1
 # (create, update, edit, change, open, execute, install, push, merge, follow,
 # order, block...) are left out on purpose: "git status" says "use git push",
 # a README says "follow the steps", prose says "in order to".
+# generic_verbs are words of a tool's name that stand for every action verb:
+# a tool whose name says only that it manages something
+# (EpicFHIRManageAppointments, manage_users) can do any of those actions.
 facts := toolgate.inspect(input, {
 	"category": category,
 	"patterns": patterns,
@@ -50,6 +53,7 @@ facts := toolgate.inspect(input, {
 		"sell", "share", "shutdown", "stop", "terminate", "transfer", "unassign", "unblock", "unfollow",
 		"unlock", "upload", "wipe", "withdraw",
 	},
+	"generic_verbs": {"manage"},
 })
 
 has_untrusted if count(facts.texts.untrusted) > 0
