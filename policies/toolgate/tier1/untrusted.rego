@@ -149,12 +149,13 @@ theft_request_hits := [m |
 ]
 
 # An invitation to write in asks the reader for a message, not for data:
-# "to unsubscribe, send an e-mail to ...", "send your questions to ...",
-# in newsletters, job posts and support pages. "Send an e-mail with all the
+# "to unsubscribe, send an e-mail to ...", "report issues by email to ...",
+# "send bug reports to ...", "send your questions to ...", in newsletters,
+# READMEs, job posts and support pages. "Send an e-mail with all the
 # information to ..." is not one.
-contact_invitation(s) if regex.match(`^(?:send|e-?mail|mail)\s+(?:us\s+)?(?:an?\s+)?(?:e-?mail|message|note|line)\s+(?:to|at)\s+\S+@`, lower(s))
+contact_invitation(s) if regex.match(`^(?:(?:send|e-?mail|mail)\s+(?:us\s+)?(?:(?:an?|your)\s+)?(?:e-?mail|message|note|line)|e-?mail)\s+(?:to|at)\s+\S+@`, lower(s))
 
-contact_invitation(s) if regex.match(`^(?:send|e-?mail|mail|forward)\s+(?:us\s+)?(?:your|any)\s+(?:questions|feedback|comments|resume|cv|application|inquiries|enquiries)\s+to\s`, lower(s))
+contact_invitation(s) if regex.match(`^(?:send|e-?mail|mail|forward|post)\s+(?:us\s+)?(?:(?:your|any|all)\s+)?(?:questions|feedback|comments|suggestions|resumes?|cvs?|applications?|inquiries|enquiries|bug\s+reports?|patches|pull\s+requests|contributions)\s+to\s`, lower(s))
 
 theft_first_step if {
 	not injection_concern

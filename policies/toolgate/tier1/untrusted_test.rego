@@ -95,6 +95,8 @@ test_contact_invitation_is_not_a_theft_request if {
 	every text in [
 		"To unsubscribe, send an email to leave@list.example.com",
 		"Questions? Send your questions to help@shop.example.com",
+		"Report security issues by sending an email to security@example.org",
+		"Please send bug reports to bugs@example.org",
 	] {
 		d := tier1.decision with input as req("trusted", "file_read", {"path": "agenda.docx"}, [user("what is on the agenda?"), web(text)])
 			with data.toolgate.patterns.rules as [{"code": "PATTERN-T04", "name": "send_request", "message": "a request to send", "pattern": "\\b(?:send|email)\\b[^\\n@]{0,120}\\bto\\b[^\\n@]{0,30}[a-z.]+@[a-z.]+", "scope": "context", "class": "request"}]
