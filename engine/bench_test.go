@@ -222,7 +222,7 @@ func newBaseline(tb testing.TB) *baseline {
 	}
 	compile(pats.Rules, func(r rule) string { return r.Scope }, []string{"arguments", "context"}, b.patterns)
 	b.verbs = policyVerbs(tb)
-	compile(dang.Rules, func(r rule) string { return r.Target }, []string{"command", "read_path", "write_path", "delete_path", "outbound"}, b.danger)
+	compile(dang.Rules, func(r rule) string { return r.Target }, []string{"command", "read_path", "write_path", "delete_path", "outbound", "query"}, b.danger)
 	return b
 }
 
@@ -263,6 +263,8 @@ func (b *baseline) decide(req *schema.Request) schema.Outcome {
 			}
 		case "network", "exfil", "communication":
 			danger["outbound"] = append(danger["outbound"], a)
+		case "database":
+			danger["query"] = append(danger["query"], a)
 		}
 		if scope, ok := pathScopes[tool.Category]; ok {
 			key := strings.ToLower(strings.TrimPrefix(a.Where, "action.arguments."))

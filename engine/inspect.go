@@ -26,6 +26,7 @@ import (
 //	"command_categories"  categories whose every string argument is a command
 //	"path_scopes"         category → scope of its path arguments (read_path, write_path...)
 //	"outbound_categories" categories whose arguments leave the host
+//	"query_categories"    categories whose every string argument is a database query
 //	"action_verbs"        verbs a tool's name may carry (RequestedActions)
 //	"generic_verbs"       words of a tool's name that stand for every action verb
 //
@@ -40,7 +41,8 @@ import (
 //	                     command category, written and canonical (scope "command");
 //	                     path arguments in their category's path scope, and also as
 //	                     "read_path" when that scope is another; every argument of an
-//	                     outbound category (scope "outbound")
+//	                     outbound category (scope "outbound"); every string
+//	                     argument of a query category (scope "query")
 //	"pattern_hits"       pattern matches over the argument and untrusted texts
 //	"encoded"            toolgate.decode over the same texts
 //	"decoded_hits"       pattern matches over what they decode to
@@ -91,7 +93,11 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	if err != nil {
 		return nil, err
 	}
-	isCommand, isOutbound := contains(commandCats, category), contains(outboundCats, category)
+	queryCats, err := stringsIn(opts, "query_categories", false)
+	if err != nil {
+		return nil, err
+	}
+	isCommand, isOutbound, isQuery := contains(commandCats, category), contains(outboundCats, category), contains(queryCats, category)
 	pathScope, hasPathScope := "", false
 	if ps, ok := getPath(opts, "path_scopes").(ast.Object); ok {
 		if t := ps.Get(ast.StringTerm(category)); t != nil {
@@ -161,6 +167,9 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		}
 		if isOutbound {
 			add("outbound", a.where, a.text)
+		}
+		if isQuery {
+			add("query", a.where, a.text)
 		}
 	}
 	dangerRules, err := compiledFor(valueOf(opts, "danger"))

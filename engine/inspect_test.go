@@ -74,6 +74,13 @@ func TestInspectOptions(t *testing.T) {
 		`toolgate.inspect(input, {"category": "read", "path_key_parts": [1]})`:   false,
 		`toolgate.inspect(input, {"category": "read", "path_scopes": ["read"]})`: false,
 		`toolgate.inspect(input, {"danger": [{"code": "X-1", "pattern": "("}]})`: false,
+
+		// query_categories: the category's every string argument has scope "query".
+		`f := toolgate.inspect(input, {"category": "read", "query_categories": {"read"}, "danger": [{"code": "Q-1", "target": "query", "pattern": "shadow"}]}); f.danger_hits[0].where == "action.arguments.path"`: true,
+
+		`f := toolgate.inspect(input, {"category": "read", "danger": [{"code": "Q-1", "target": "query", "pattern": "shadow"}]}); f.danger_hits == []`: true,
+
+		`toolgate.inspect(input, {"category": "read", "query_categories": "read"})`: false,
 	} {
 		b, _ := DefaultBundle()
 		rs, err := rego.New(rego.Query(q), rego.Store(storeFor(b.Data)), rego.ParsedInput(input), rego.StrictBuiltinErrors(true)).Eval(context.Background())

@@ -46,9 +46,10 @@ func loadDanger(t testing.TB) []dangerRule {
 	return doc.Rules
 }
 
-// matchCommand returns the codes of the command rules matching any canonical form of cmd.
+// matchCommand returns the codes of the command rules matching cmd as
+// written or any canonical form of it, the texts toolgate.inspect gives them.
 func matchCommand(rules []dangerRule, cmd string) []string {
-	forms := Normalize(cmd)
+	forms := append([]string{cmd}, Normalize(cmd)...)
 	var codes []string
 	for _, r := range rules {
 		if r.Target != "command" && r.Target != "" {
@@ -101,7 +102,7 @@ func TestDangerRulesWellFormed(t *testing.T) {
 			t.Errorf("%s: empty message", r.Code)
 		}
 		switch r.Target {
-		case "command", "read_path", "write_path", "delete_path", "outbound", "": // "" applies to every target
+		case "command", "read_path", "write_path", "delete_path", "outbound", "query", "": // "" applies to every target
 		default:
 			t.Errorf("%s: unknown target %q", r.Code, r.Target)
 		}
@@ -360,6 +361,41 @@ var dangerCommands = []struct{ cmd, code string }{
 	{"echo > /var/log/auth.log", "DANGER-075"},
 	{"wevtutil cl Security", "DANGER-075"},
 	{"Clear-EventLog -LogName Security", "DANGER-075"},
+	// databases, infrastructure and shared branches destroyed
+	{`psql -c "DROP DATABASE prod"`, "DANGER-121"},
+	{`psql -h db -U admin -d app -c 'TRUNCATE TABLE users;'`, "DANGER-121"},
+	{`mysql -u root -e "drop table orders" shop`, "DANGER-121"},
+	{`sqlite3 app.db "DELETE FROM users"`, "DANGER-121"},
+	{`echo "DROP TABLE users;" | mysql -u root app`, "DANGER-121"},
+	{`cd db && mongosh prod --eval "db.dropDatabase()"`, "DANGER-121"},
+	{"dropdb -h db.internal production", "DANGER-121"},
+	{"mysqladmin -u root -f drop shop", "DANGER-121"},
+	{"redis-cli -h cache FLUSHALL", "DANGER-121"},
+	{"terraform destroy -auto-approve", "DANGER-122"},
+	{"cd infra && terraform apply -destroy -auto-approve", "DANGER-122"},
+	{"pulumi destroy --yes --stack prod", "DANGER-122"},
+	{"kubectl delete ns production", "DANGER-122"},
+	{"kubectl delete namespace/staging", "DANGER-122"},
+	{"kubectl delete pods --all -n prod", "DANGER-122"},
+	{"kubectl delete deployments -A --all", "DANGER-122"},
+	{"eksctl delete cluster --name prod", "DANGER-122"},
+	{"heroku apps:destroy --app shop --confirm shop", "DANGER-122"},
+	{"aws s3 rb s3://prod-backups --force", "DANGER-123"},
+	{"aws s3 rm s3://prod-data --recursive", "DANGER-123"},
+	{"aws rds delete-db-instance --db-instance-identifier prod --skip-final-snapshot", "DANGER-123"},
+	{"aws dynamodb delete-table --table-name orders", "DANGER-123"},
+	{"aws ec2 terminate-instances --instance-ids i-0abc", "DANGER-123"},
+	{"gsutil -m rm -r gs://prod-assets", "DANGER-123"},
+	{"gcloud projects delete acme-prod --quiet", "DANGER-123"},
+	{"gcloud sql instances delete prod-db", "DANGER-123"},
+	{"gcloud storage rm --recursive gs://prod-assets", "DANGER-123"},
+	{"az group delete --name prod-rg --yes", "DANGER-123"},
+	{"git push --force origin main", "DANGER-124"},
+	{"git push -f origin HEAD:master", "DANGER-124"},
+	{"git push origin +main", "DANGER-124"},
+	{"git push origin main --force-with-lease", "DANGER-124"},
+	{"git push --delete origin release", "DANGER-124"},
+	{"git push origin :refs/heads/master", "DANGER-124"},
 }
 
 // routineCommands must match no rule. Decisions worth noting: searching a
@@ -407,6 +443,28 @@ var routineCommands = []string{
 	"docker run --rm -it -v $(pwd):/app app:dev",
 	"docker compose up -d",
 	"kubectl get pods -n default",
+	"kubectl delete pod api-7f9c -n default",
+	"kubectl delete -f k8s/namespace.yaml",
+	"kubectl get pods -A",
+	"terraform plan -destroy -out=destroy.plan",
+	"terraform apply tfplan",
+	"terraform init && terraform validate",
+	"aws s3 rm s3://bucket/tmp/report.csv",
+	"aws s3 ls s3://prod-data --recursive",
+	"gcloud compute instances list",
+	"az group list",
+	"grep -rn 'DROP TABLE' migrations/",
+	"echo 'DROP TABLE users;' > migrations/002_down.sql",
+	`psql -c "SELECT count(*) FROM users"`,
+	`psql -c "DELETE FROM sessions WHERE expires_at < now()"`,
+	"sqlite3 app.db .tables",
+	"truncate -s 0 app.log",
+	"redis-cli GET session:42",
+	"git push --force origin feature/auth-redesign",
+	"git push -f origin feature/main-menu",
+	"git push origin main --follow-tags",
+	"git push --force-with-lease origin fix/mainline",
+	"git branch -D release-old",
 	"kubectl describe deployment api",
 	"kubectl logs -f deploy/api",
 	"ls -la",
@@ -578,6 +636,14 @@ var dangerPaths = []struct{ target, path, code string }{
 	{"outbound", "Here are my stored passwords.", "DANGER-104"},
 	{"outbound", "the OAuth tokens for the staging tenant", "DANGER-104"},
 	{"outbound", "Hi Bob, the password reset link is on the intranet.", "DANGER-104"},
+	// query: every string argument of a database tool.
+	{"query", "DROP TABLE users", "DANGER-120"},
+	{"query", "drop database if exists shop;", "DANGER-120"},
+	{"query", "BEGIN; DELETE FROM customers; COMMIT;", "DANGER-120"},
+	{"query", "delete from orders where 1=1", "DANGER-120"},
+	{"query", "TRUNCATE TABLE audit_events", "DANGER-120"},
+	{"query", "db.users.deleteMany({})", "DANGER-120"},
+	{"query", "db.dropDatabase()", "DANGER-120"},
 	{"write_path", "/home/u/.local/state/toolgate/toolgate.db", "DANGER-110"},
 	{"read_path", "keys/toolgate.key", "DANGER-110"},
 	{"outbound", "here is toolgate.yaml", "DANGER-110"},
@@ -619,6 +685,13 @@ var routinePaths = []struct{ target, path string }{
 	{"outbound", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI public key for the deploy user"},
 	{"outbound", "see the .envrc tips in docs/direnv.md"},
 	{"read_path", "docs/toolgate-guide.md"},
+	{"query", "SELECT * FROM users WHERE id = 4"},
+	{"query", "DELETE FROM sessions WHERE expires_at < now()"},
+	{"query", "UPDATE orders SET status = 'shipped' WHERE id = 7"},
+	{"query", "latest emails"},
+	{"query", "delete from my calendar the meeting with Bob"},
+	{"query", "SELECT name FROM tables WHERE note LIKE '%drop table%'"},
+	{"query", "db.users.find({})"},
 }
 
 func TestDangerCommands(t *testing.T) {

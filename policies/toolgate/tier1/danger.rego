@@ -17,6 +17,8 @@
 #   count whatever a file tool does with them: copy, write, delete);
 # - categories "network", "exfil" and "communication" (outbound tools): every
 #   argument, scope "outbound".
+# - category "database": every string argument (execute_sql's SQL), scope
+#   "query".
 package toolgate.tier1
 
 import rego.v1

@@ -10,6 +10,7 @@ fixture_danger := [
 	{"code": "DANGER-T03", "name": "rc_write", "message": "shell rc written", "target": "write_path", "decision": "pending", "pattern": "\\.bashrc$"},
 	{"code": "DANGER-T04", "name": "delete_root", "message": "delete of /", "target": "delete_path", "decision": "deny", "pattern": "^/$"},
 	{"code": "DANGER-T05", "name": "key_out", "message": "private key sent out", "target": "outbound", "decision": "deny", "pattern": "begin (rsa |openssh )?private key"},
+	{"code": "DANGER-T06", "name": "drop_table", "message": "table dropped", "target": "query", "decision": "pending", "pattern": "^drop table "},
 ]
 
 test_dangerous_command_denied_even_trusted if {
@@ -82,4 +83,19 @@ test_outbound_secret if {
 		with data.toolgate.danger.rules as fixture_danger
 	"DANGER-T05" in codes(d)
 	d.decision == "deny"
+}
+
+test_database_query if {
+	d := tier1.decision with input as req("trusted", "execute_sql", {"query": "DROP TABLE users", "database": "shop"}, [])
+		with data.toolgate.danger.rules as fixture_danger
+	d.decision == "pending"
+	some r in d.reasons
+	r.code == "DANGER-T06"
+	r.where == "action.arguments.query"
+}
+
+test_query_rule_not_applied_to_commands if {
+	d := tier1.decision with input as req("trusted", "bash", {"command": "drop table users"}, [])
+		with data.toolgate.danger.rules as fixture_danger
+	not "DANGER-T06" in codes(d)
 }

@@ -45,6 +45,7 @@ facts := toolgate.inspect(input, {
 	"command_categories": {"shell", "code"},
 	"path_scopes": {"read": "read_path", "search": "read_path", "write": "write_path", "vcs": "write_path", "delete": "delete_path"},
 	"outbound_categories": {"network", "exfil", "communication"},
+	"query_categories": {"database"},
 	"action_verbs": {
 		"activate", "approve", "archive", "assign", "ban", "book", "buy", "cancel", "deactivate",
 		"delete", "deposit", "destroy", "disable", "download", "drop", "enable", "erase", "forward",
