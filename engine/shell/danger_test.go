@@ -396,6 +396,7 @@ var dangerCommands = []struct{ cmd, code string }{
 	{"git push origin main --force-with-lease", "DANGER-124"},
 	{"git push --delete origin release", "DANGER-124"},
 	{"git push origin :refs/heads/master", "DANGER-124"},
+	{"git -C ../app push --force origin main", "DANGER-124"},
 	{":(){ :|:& };:", "DANGER-125"},
 	{"bomb() { bomb | bomb & }; bomb", "DANGER-125"},
 	{`python3 -c "import os
@@ -503,6 +504,9 @@ var routineCommands = []string{
 	`python3 -c "import shutil; shutil.rmtree('/tmp/cache', ignore_errors=True)"`,
 	`node -e "require('fs').rmSync('dist', {recursive: true})"`,
 	"f() { echo hi; }; f",
+	`git commit -m "handle shutdown; reboot on failure"`,
+	`git commit -m "docs: never git push --force origin main"`,
+	`echo "run: aws s3 rm s3://x --recursive"`,
 	"kubectl describe deployment api",
 	"kubectl logs -f deploy/api",
 	"ls -la",
