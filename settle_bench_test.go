@@ -2,7 +2,6 @@ package toolgate_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
@@ -43,8 +42,8 @@ func BenchmarkSettle(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			write := func(ctx context.Context, fn func(context.Context, *sql.Tx) error) error {
-				return s.Write(ctx, "audit", func(ctx context.Context, tx *sql.Tx, _ func(func())) error { return fn(ctx, tx) })
+			write := func(ctx context.Context, fn func(context.Context, audit.Querier) error) error {
+				return s.Write(ctx, "audit", func(ctx context.Context, tx *state.Tx, _ func(func())) error { return fn(ctx, tx) })
 			}
 			log, err := audit.Open(ctx, s.DB(), signer, audit.Options{Write: write})
 			if err != nil {
@@ -76,7 +75,7 @@ func BenchmarkSettle(b *testing.B) {
 						b.Errorf("Reserve: %v", err)
 						return
 					}
-					err = s.Write(ctx, "settle", func(ctx context.Context, tx *sql.Tx, onCommit func(func())) error {
+					err = s.Write(ctx, "settle", func(ctx context.Context, tx *state.Tx, onCommit func(func())) error {
 						if err := res.CommitIn(ctx, tx, onCommit, 0); err != nil {
 							return err
 						}

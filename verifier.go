@@ -2,7 +2,6 @@ package toolgate
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,7 +54,7 @@ type Auditor interface {
 // (audit.Log on the state's database): the verdict's entry and its step's
 // commit or release are then written together.
 type txAuditor interface {
-	AppendIn(ctx context.Context, tx *sql.Tx, r audit.Record) (audit.Entry, error)
+	AppendIn(ctx context.Context, q audit.Querier, r audit.Record) (audit.Entry, error)
 }
 
 // Verdict is the final answer: the decision (where it was settled, with
@@ -271,8 +270,8 @@ func New(cfg *config.Config, opts ...Option) (*Verifier, error) {
 	if signer != nil {
 		// The log writes through the store's writer: one queue, and
 		// concurrent decisions' writes share transactions.
-		write := func(ctx context.Context, fn func(context.Context, *sql.Tx) error) error {
-			return store.Write(ctx, "audit", func(ctx context.Context, tx *sql.Tx, _ func(func())) error { return fn(ctx, tx) })
+		write := func(ctx context.Context, fn func(context.Context, audit.Querier) error) error {
+			return store.Write(ctx, "audit", func(ctx context.Context, tx *state.Tx, _ func(func())) error { return fn(ctx, tx) })
 		}
 		log, err := audit.Open(ctx, store.DB(), signer, audit.Options{CheckpointEvery: cfg.Audit.CheckpointEvery, Write: write})
 		if err != nil {
@@ -488,7 +487,7 @@ func (v *Verifier) settle(ctx context.Context, req Request, verdict Verdict, res
 		cost = *req.Action.CostUSD
 	}
 	var final Verdict
-	err := v.store.Write(ctx, "settle", func(ctx context.Context, tx *sql.Tx, onCommit func(func())) error {
+	err := v.store.Write(ctx, "settle", func(ctx context.Context, tx *state.Tx, onCommit func(func())) error {
 		vd := verdict
 		vd.Reasons = append([]schema.Reason(nil), verdict.Reasons...)
 		if vd.Outcome == schema.Allow {

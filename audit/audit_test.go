@@ -311,18 +311,24 @@ func TestAppendFailsReadOnly(t *testing.T) {
 
 func TestAppendFailsFull(t *testing.T) {
 	ctx := context.Background()
-	db, _ := tempDB(t)
-	db.SetMaxOpenConns(1) // max_page_count is per connection
+	db, path := tempDB(t)
 	signer, v := newKey(t, KeyEd25519)
-	l := fill(t, db, signer, Options{}, 3)
+	if err := fill(t, db, signer, Options{}, 3).Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 	var pages int
 	if err := db.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
 		t.Fatal(err)
 	}
-	sqlExec(t, db, fmt.Sprintf(`PRAGMA max_page_count = %d`, pages))
+	// max_page_count is per connection: every connection of this pool
+	// sees the database as full.
+	l, err := Open(ctx, openDB(t, path, fmt.Sprintf("_pragma=max_page_count(%d)", pages)), signer, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := record(3)
 	rec.Request.Action.Arguments = map[string]any{"content": strings.Repeat("x", 64<<10)}
-	_, err := l.Append(ctx, rec)
+	_, err = l.Append(ctx, rec)
 	if !errors.Is(err, ErrNotRecorded) || !strings.Contains(err.Error(), "full") {
 		t.Fatalf("append to a full database: %v, want ErrNotRecorded (full)", err)
 	}

@@ -39,7 +39,16 @@ type Options struct {
 	// audit log share one writer and commit together. nil: the log runs its
 	// own writer on db (BEGIN IMMEDIATE, concurrent appends committed
 	// together).
-	Write func(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error
+	Write func(ctx context.Context, fn func(ctx context.Context, q Querier) error) error
+}
+
+// Querier is where the log writes an entry: a transaction that holds
+// SQLite's write lock (a *state.Tx or a *sql.Tx, for AppendIn). Statements
+// are constant texts with parameters, run once per entry, so a Querier that
+// keeps them prepared (as state's does) saves their parsing.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // Log appends entries to the chain. It is safe for concurrent use, and
@@ -56,23 +65,12 @@ type Log struct {
 	every  int64
 	logger *slog.Logger
 	now    func() time.Time
-	write  func(ctx context.Context, fn func(ctx context.Context, q execQuerier) error) error
-	own    *groupcommit.Writer[*sql.Conn] // nil with Options.Write
-
-	// The append path's statements, prepared once on db: SQLite parsing
-	// them anew for every entry cost as much as the rest of the append but
-	// the signature. They are used in the caller's transaction
-	// (tx.StmtContext); appends on the log's own connection run the text.
-	headStmt, insertStmt, signStmt *sql.Stmt
+	write  func(ctx context.Context, fn func(ctx context.Context, q Querier) error) error
+	own    *groupcommit.Writer[*groupcommit.Tx] // nil with Options.Write
+	conn   *groupcommit.Conn                    // own's connection
 
 	mu     sync.Mutex // serialises Close and Checkpoint
 	closed atomic.Bool
-}
-
-// execQuerier is what *sql.Tx and *sql.Conn share for writing.
-type execQuerier interface {
-	ExecContext(context.Context, string, ...any) (sql.Result, error)
-	QueryRowContext(context.Context, string, ...any) *sql.Row
 }
 
 // migrations are the audit tables' schema versions, applied in order. They
@@ -117,7 +115,6 @@ func Open(ctx context.Context, db *sql.DB, signer signature.Signer, opts Options
 		return nil, fmt.Errorf("audit: migrate: %w", err)
 	}
 	l := &Log{db: db, signer: signer, every: int64(opts.CheckpointEvery), logger: opts.Logger, now: opts.Now}
-	var err error
 	if l.every == 0 {
 		l.every = DefaultCheckpointEvery
 	}
@@ -127,68 +124,16 @@ func Open(ctx context.Context, db *sql.DB, signer signature.Signer, opts Options
 	if l.now == nil {
 		l.now = time.Now
 	}
-	if l.headStmt, err = db.PrepareContext(ctx, selectHead); err != nil {
-		return nil, fmt.Errorf("audit: prepare: %w", err)
-	}
-	if l.insertStmt, err = db.PrepareContext(ctx, insertEntry); err != nil {
-		l.headStmt.Close()
-		return nil, fmt.Errorf("audit: prepare: %w", err)
-	}
-	if l.signStmt, err = db.PrepareContext(ctx, setSignature); err != nil {
-		l.headStmt.Close()
-		l.insertStmt.Close()
-		return nil, fmt.Errorf("audit: prepare: %w", err)
-	}
 	if opts.Write != nil {
-		l.write = func(ctx context.Context, fn func(context.Context, execQuerier) error) error {
-			return opts.Write(ctx, func(ctx context.Context, tx *sql.Tx) error { return fn(ctx, tx) })
-		}
+		l.write = opts.Write
 	} else {
-		l.own = groupcommit.New(func(ctx context.Context) (groupcommit.Txn[*sql.Conn], error) {
-			conn, commit, rollback, err := beginImmediate(ctx, db)
-			return groupcommit.Txn[*sql.Conn]{Q: conn, Commit: commit, Rollback: rollback}, err
-		})
-		l.write = func(ctx context.Context, fn func(context.Context, execQuerier) error) error {
-			return l.own.Do(ctx, func(ctx context.Context, conn *sql.Conn, _ func(func())) error { return fn(ctx, conn) })
+		l.conn = groupcommit.NewConn(db)
+		l.own = groupcommit.New(l.conn.Begin)
+		l.write = func(ctx context.Context, fn func(context.Context, Querier) error) error {
+			return l.own.Do(ctx, func(ctx context.Context, tx *groupcommit.Tx, _ func(func())) error { return fn(ctx, tx) })
 		}
 	}
 	return l, nil
-}
-
-// beginImmediate takes a connection and SQLite's write lock (BEGIN
-// IMMEDIATE: no other process can append between our read of the head and
-// our insert), and returns the connection with its commit and rollback,
-// which give it back to the pool.
-func beginImmediate(ctx context.Context, db *sql.DB) (*sql.Conn, func() error, func() error, error) {
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-		conn.Close()
-		return nil, nil, nil, err
-	}
-	released := false
-	commit := func() error {
-		if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
-			return err
-		}
-		released = true
-		return conn.Close()
-	}
-	rollback := func() error {
-		if released {
-			return nil
-		}
-		released = true
-		// If even the rollback fails, drop the connection rather than
-		// return it to the pool inside a transaction.
-		if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil && !strings.Contains(err.Error(), "no transaction is active") {
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
-		return conn.Close()
-	}
-	return conn, commit, rollback, nil
 }
 
 // migrate applies the migrations not yet recorded in audit_meta. It writes
@@ -285,7 +230,7 @@ func (l *Log) Append(ctx context.Context, rec Record) (Entry, error) {
 	if l.closed.Load() {
 		return Entry{}, notRecorded("append", ErrClosed)
 	}
-	err = l.write(ctx, func(ctx context.Context, q execQuerier) error { return l.appendRow(ctx, q, &r) })
+	err = l.write(ctx, func(ctx context.Context, q Querier) error { return l.appendRow(ctx, q, &r) })
 	if err != nil {
 		return Entry{}, notRecorded(fmt.Sprintf("entry for %s/%s step %d", r.agentID, r.convID, r.step), err)
 	}
@@ -300,12 +245,12 @@ func (l *Log) Append(ctx context.Context, rec Record) (Entry, error) {
 // signed off the writer and its signature stored just before the batch's
 // COMMIT: the returned Entry then has no Signature yet, and a failed
 // signature fails the whole batch.
-func (l *Log) AppendIn(ctx context.Context, tx *sql.Tx, rec Record) (Entry, error) {
+func (l *Log) AppendIn(ctx context.Context, q Querier, rec Record) (Entry, error) {
 	r, err := newRow(rec, l.now())
 	if err != nil {
 		return Entry{}, notRecorded("encode", err)
 	}
-	if err := l.appendRow(ctx, tx, &r); err != nil {
+	if err := l.appendRow(ctx, q, &r); err != nil {
 		return Entry{}, notRecorded(fmt.Sprintf("entry for %s/%s step %d", r.agentID, r.convID, r.step), err)
 	}
 	return entryOf(&r, rec), nil
@@ -313,13 +258,13 @@ func (l *Log) AppendIn(ctx context.Context, tx *sql.Tx, rec Record) (Entry, erro
 
 // appendRow links, hashes, signs and inserts r after the head read in q's
 // transaction, with a checkpoint every l.every entries.
-func (l *Log) appendRow(ctx context.Context, q execQuerier, r *row) error {
+func (l *Log) appendRow(ctx context.Context, q Querier, r *row) error {
 	// Checked in the transaction: Close's final checkpoint is written after
 	// every entry that got this far.
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	seq, head, err := readHead(ctx, q, l.bound(ctx, q, l.headStmt))
+	seq, head, err := readHead(ctx, q)
 	if err != nil {
 		return fmt.Errorf("read head: %w", err)
 	}
@@ -345,12 +290,7 @@ func (l *Log) appendRow(ctx context.Context, q execQuerier, r *row) error {
 	args := []any{r.seq, r.time, r.agentID, r.convID, r.step, r.actionType, r.requestDigest,
 		r.argsPreview, r.decision, r.reasons, r.tier, r.bundle, r.revision, r.probes,
 		r.approvalID, r.requestJSON, r.prevHash, r.hash, r.signature}
-	if st := l.bound(ctx, q, l.insertStmt); st != nil {
-		_, err = st.ExecContext(ctx, args...)
-	} else {
-		_, err = q.ExecContext(ctx, insertEntry, args...)
-	}
-	if err != nil {
+	if _, err = q.ExecContext(ctx, insertEntry, args...); err != nil {
 		return fmt.Errorf("insert: %w", err)
 	}
 	if sig != nil {
@@ -360,12 +300,7 @@ func (l *Log) appendRow(ctx context.Context, q execQuerier, r *row) error {
 			if err != nil {
 				return fmt.Errorf("sign entry %d: %w", seq, err)
 			}
-			if st := l.bound(ctx, q, l.signStmt); st != nil {
-				_, err = st.ExecContext(ctx, s, seq)
-			} else {
-				_, err = q.ExecContext(ctx, setSignature, s, seq)
-			}
-			if err != nil {
+			if _, err = q.ExecContext(ctx, setSignature, s, seq); err != nil {
 				return fmt.Errorf("store signature of entry %d: %w", seq, err)
 			}
 			r.signature = s
@@ -430,28 +365,12 @@ func (s *signing) wait() ([]byte, error) {
 	return s.sig, s.err
 }
 
-// bound is st bound to q's transaction when q is a *sql.Tx, nil otherwise
-// (the caller then runs the statement's text on q).
-func (l *Log) bound(ctx context.Context, q execQuerier, st *sql.Stmt) *sql.Stmt {
-	if tx, ok := q.(*sql.Tx); ok && st != nil {
-		return tx.StmtContext(ctx, st)
-	}
-	return nil
-}
-
 // readHead returns the last entry's seq and hash (0 and GenesisHash when the
-// log is empty), with st (selectHead prepared in conn's transaction) when
-// it is not nil.
-func readHead(ctx context.Context, conn execQuerier, st *sql.Stmt) (int64, string, error) {
+// log is empty).
+func readHead(ctx context.Context, q Querier) (int64, string, error) {
 	var seq int64
 	var h string
-	var row *sql.Row
-	if st != nil {
-		row = st.QueryRowContext(ctx)
-	} else {
-		row = conn.QueryRowContext(ctx, selectHead)
-	}
-	err := row.Scan(&seq, &h)
+	err := q.QueryRowContext(ctx, selectHead).Scan(&seq, &h)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, GenesisHash, nil
 	}
@@ -459,7 +378,7 @@ func readHead(ctx context.Context, conn execQuerier, st *sql.Stmt) (int64, strin
 }
 
 // checkpoint signs and stores (size, head) inside the caller's transaction.
-func (l *Log) checkpoint(ctx context.Context, conn execQuerier, size int64, head string) error {
+func (l *Log) checkpoint(ctx context.Context, q Querier, size int64, head string) error {
 	t := l.now().UTC()
 	var sig []byte
 	if l.signer != nil {
@@ -468,7 +387,7 @@ func (l *Log) checkpoint(ctx context.Context, conn execQuerier, size int64, head
 			return fmt.Errorf("sign checkpoint: %w", err)
 		}
 	}
-	if _, err := conn.ExecContext(ctx,
+	if _, err := q.ExecContext(ctx,
 		`INSERT OR IGNORE INTO audit_checkpoints (size, head_hash, time, signature) VALUES (?, ?, ?, ?)`,
 		size, head, t.Format(timeLayout), sig); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
@@ -488,12 +407,12 @@ func (l *Log) Checkpoint(ctx context.Context) (Checkpoint, error) {
 }
 
 func (l *Log) checkpointHead(ctx context.Context) error {
-	return l.write(ctx, func(ctx context.Context, conn execQuerier) error {
-		seq, head, err := readHead(ctx, conn, l.bound(ctx, conn, l.headStmt))
+	return l.write(ctx, func(ctx context.Context, q Querier) error {
+		seq, head, err := readHead(ctx, q)
 		if err != nil || seq == 0 {
 			return err
 		}
-		return l.checkpoint(ctx, conn, seq, head)
+		return l.checkpoint(ctx, q, seq, head)
 	})
 }
 
@@ -507,14 +426,12 @@ func (l *Log) Close(ctx context.Context) error {
 		return nil
 	}
 	err := l.checkpointHead(ctx)
-	if l.own != nil {
-		l.own.Close()
-	}
 	// Every append that got past the closed check ran before the
 	// checkpoint above, in the same writer.
-	l.headStmt.Close()
-	l.insertStmt.Close()
-	l.signStmt.Close()
+	if l.own != nil {
+		l.own.Close()
+		l.conn.Close()
+	}
 	if err != nil {
 		return fmt.Errorf("audit: final checkpoint: %w", err)
 	}

@@ -94,7 +94,7 @@ func (s *Store) RegisterAgent(ctx context.Context, spec AgentSpec) (Agent, strin
 	allowed, _ := json.Marshal(a.AllowedTools)
 	blocked, _ := json.Marshal(a.BlockedTools)
 	hash := tokenHash(token)
-	err = s.write(ctx, "register agent", func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, "register agent", func(ctx context.Context, tx *Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO agents (id, name, trust, allowed_tools, blocked_tools,
 			max_daily_cost_usd, max_requests_per_hour, token_sha256, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			a.ID, a.Name, int(a.Trust), string(allowed), string(blocked), a.MaxDailyCostUSD, a.MaxRequestsPerHour,
@@ -168,12 +168,8 @@ func scanAgent(r rowScanner) (Agent, []byte, error) {
 	return a, hash, nil
 }
 
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 func getAgent(ctx context.Context, q querier, id string) (Agent, []byte, error) {
-	a, hash, err := scanAgent(q.QueryRowContext(ctx, "SELECT "+agentColumns+" FROM agents WHERE id = ?", id))
+	a, hash, err := scanAgent(q.QueryRowContext(ctx, sqlAgent, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Agent{}, nil, fmt.Errorf("agent %q: %w", id, ErrNotFound)
 	}
@@ -214,7 +210,7 @@ func (s *Store) Agents(ctx context.Context) ([]Agent, error) {
 // requests (AGENT-001). Revoking twice keeps the first time. An unknown id is
 // ErrNotFound.
 func (s *Store) RevokeAgent(ctx context.Context, id string) error {
-	return s.write(ctx, "revoke agent", func(ctx context.Context, tx *sql.Tx) error {
+	return s.write(ctx, "revoke agent", func(ctx context.Context, tx *Tx) error {
 		res, err := tx.ExecContext(ctx, "UPDATE agents SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?", time.Now().UnixNano(), id)
 		if err != nil {
 			return err

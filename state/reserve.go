@@ -118,10 +118,8 @@ func (s *Store) Reserve(ctx context.Context, req schema.Request, opts ReserveOpt
 		now:         opts.Now,
 	}
 	var facts schema.Facts
-	err = s.write(ctx, "reserve", func(ctx context.Context, tx *sql.Tx) error {
-		q := s.q
-		st := func(stmt *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, stmt) }
-		af, lim, err := agentFacts(ctx, st(q.agent), req.Agent, opts.RequireRegistration)
+	err = s.write(ctx, "reserve", func(ctx context.Context, tx *Tx) error {
+		af, lim, err := agentFacts(ctx, tx, req.Agent, opts.RequireRegistration)
 		if err != nil {
 			return err
 		}
@@ -130,26 +128,26 @@ func (s *Store) Reserve(ctx context.Context, req schema.Request, opts ReserveOpt
 		// is not counted: nobody can spend another agent's hourly budget
 		// by sending its id, nor fill the log with made-up ids.
 		authenticated := !opts.RequireRegistration || (af.Registered && af.TokenValid)
-		if err := s.prune(ctx, st, now); err != nil {
+		if err := s.prune(ctx, tx, now); err != nil {
 			return err
 		}
 		if authenticated {
-			bf.RequestsLastHour, err = countRequest(ctx, q, st, agentID, now)
+			bf.RequestsLastHour, err = countRequest(ctx, tx, agentID, now)
 		} else {
-			bf.RequestsLastHour, err = peekRequests(ctx, st(q.sumMinutes), agentID, now)
+			bf.RequestsLastHour, err = peekRequests(ctx, tx, agentID, now)
 		}
 		if err != nil {
 			return err
 		}
-		if bf.CostTodayUSD, err = costToday(ctx, st(q.dailyCost), agentID, now); err != nil {
+		if bf.CostTodayUSD, err = costToday(ctx, tx, agentID, now); err != nil {
 			return err
 		}
-		cf, err := conversationFacts(ctx, st(q.conversation), st(q.recent), agentID, convo)
+		cf, err := conversationFacts(ctx, tx, agentID, convo)
 		if err != nil {
 			return err
 		}
 		cf.Fingerprint = r.fingerprint
-		res, err := st(q.reserve).ExecContext(ctx, agentID, convo, step, r.holder, now.Add(ttl).UnixNano(), now.UnixNano())
+		res, err := tx.ExecContext(ctx, sqlReserve, agentID, convo, step, r.holder, now.Add(ttl).UnixNano(), now.UnixNano())
 		if err != nil {
 			return fmt.Errorf("reserve step: %w", err)
 		}
@@ -183,17 +181,16 @@ const PruneEvery = time.Minute
 // back), the minutes that have left every hourly window and reservations
 // older than a day. It runs in Reserve's transaction: if that rolls back,
 // the next interval prunes.
-func (s *Store) prune(ctx context.Context, st func(*sql.Stmt) *sql.Stmt, now time.Time) error {
+func (s *Store) prune(ctx context.Context, tx *Tx, now time.Time) error {
 	last, t := s.lastPrune.Load(), now.UnixNano()
 	if last != 0 && t >= last && t-last < int64(PruneEvery) {
 		return nil
 	}
-	q := s.q
-	if _, err := st(q.pruneMinutes).ExecContext(ctx, firstMinute(now)); err != nil {
+	if _, err := tx.ExecContext(ctx, sqlPruneMinutes, firstMinute(now)); err != nil {
 		return fmt.Errorf("prune request counts: %w", err)
 	}
 	// Reservations left by a crashed process: gone after a day.
-	if _, err := st(q.pruneReservations).ExecContext(ctx, now.Add(-24*time.Hour).UnixNano()); err != nil {
+	if _, err := tx.ExecContext(ctx, sqlPruneReservations, now.Add(-24*time.Hour).UnixNano()); err != nil {
 		return fmt.Errorf("prune reservations: %w", err)
 	}
 	s.lastPrune.Store(t)
@@ -215,18 +212,17 @@ func firstMinute(now time.Time) int64 { return minute(now) - 60 }
 
 // countRequest records a request in the agent's hourly window and returns
 // the window's count, this request included.
-func countRequest(ctx context.Context, q *stmts, st func(*sql.Stmt) *sql.Stmt, agentID string, now time.Time) (int, error) {
-	if _, err := st(q.countMinute).ExecContext(ctx, agentID, minute(now)); err != nil {
+func countRequest(ctx context.Context, tx *Tx, agentID string, now time.Time) (int, error) {
+	if _, err := tx.ExecContext(ctx, sqlCountMinute, agentID, minute(now)); err != nil {
 		return 0, fmt.Errorf("record request: %w", err)
 	}
-	return peekRequests(ctx, st(q.sumMinutes), agentID, now)
+	return peekRequests(ctx, tx, agentID, now)
 }
 
-// peekRequests reads the agent's hourly count without recording anything
-// (stmt is sumMinutes, bound or not).
-func peekRequests(ctx context.Context, stmt *sql.Stmt, agentID string, now time.Time) (int, error) {
+// peekRequests reads the agent's hourly count without recording anything.
+func peekRequests(ctx context.Context, q querier, agentID string, now time.Time) (int, error) {
 	var n int
-	if err := stmt.QueryRowContext(ctx, agentID, firstMinute(now)).Scan(&n); err != nil {
+	if err := q.QueryRowContext(ctx, sqlSumMinutes, agentID, firstMinute(now)).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count requests: %w", err)
 	}
 	return n, nil
@@ -238,9 +234,9 @@ type limits struct {
 	maxRequestsPerHour int
 }
 
-func agentFacts(ctx context.Context, stmt *sql.Stmt, ag schema.Agent, required bool) (schema.AgentFacts, limits, error) {
+func agentFacts(ctx context.Context, q querier, ag schema.Agent, required bool) (schema.AgentFacts, limits, error) {
 	af := schema.AgentFacts{TokenRequired: required}
-	a, hash, err := scanAgent(stmt.QueryRowContext(ctx, ag.ID))
+	a, hash, err := scanAgent(q.QueryRowContext(ctx, sqlAgent, ag.ID))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = ErrNotFound
 	}
@@ -260,26 +256,25 @@ func agentFacts(ctx context.Context, stmt *sql.Stmt, ag schema.Agent, required b
 	return af, limits{maxDailyCost: a.MaxDailyCostUSD, maxRequestsPerHour: a.MaxRequestsPerHour}, nil
 }
 
-// budgetFacts reads the budget for Budget, through the prepared statements
-// Reserve uses.
-func budgetFacts(ctx context.Context, q *stmts, agentID string, l limits, now time.Time) (schema.BudgetFacts, error) {
+// budgetFacts reads the budget for Budget, with the statements Reserve
+// uses.
+func budgetFacts(ctx context.Context, q querier, agentID string, l limits, now time.Time) (schema.BudgetFacts, error) {
 	bf := schema.BudgetFacts{MaxRequestsPerHour: l.maxRequestsPerHour, MaxDailyCostUSD: l.maxDailyCost}
-	n, err := peekRequests(ctx, q.sumMinutes, agentID, now)
+	n, err := peekRequests(ctx, q, agentID, now)
 	if err != nil {
 		return bf, err
 	}
 	bf.RequestsLastHour = n
-	if bf.CostTodayUSD, err = costToday(ctx, q.dailyCost, agentID, now); err != nil {
+	if bf.CostTodayUSD, err = costToday(ctx, q, agentID, now); err != nil {
 		return bf, err
 	}
 	return bf, nil
 }
 
-// costToday reads the agent's cost on now's UTC day, 0 if it has none (stmt
-// is dailyCost, bound or not).
-func costToday(ctx context.Context, stmt *sql.Stmt, agentID string, now time.Time) (float64, error) {
+// costToday reads the agent's cost on now's UTC day, 0 if it has none.
+func costToday(ctx context.Context, q querier, agentID string, now time.Time) (float64, error) {
 	var cost float64
-	switch err := stmt.QueryRowContext(ctx, agentID, day(now)).Scan(&cost); {
+	switch err := q.QueryRowContext(ctx, sqlDailyCost, agentID, day(now)).Scan(&cost); {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
 		return 0, fmt.Errorf("read daily cost: %w", err)
@@ -290,15 +285,15 @@ func costToday(ctx context.Context, stmt *sql.Stmt, agentID string, now time.Tim
 // day is the UTC calendar day budgets are kept by.
 func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
-func conversationFacts(ctx context.Context, conv, recent *sql.Stmt, agentID, convo string) (schema.ConversationFacts, error) {
+func conversationFacts(ctx context.Context, q querier, agentID, convo string) (schema.ConversationFacts, error) {
 	cf := schema.ConversationFacts{Recent: []string{}}
-	switch err := conv.QueryRowContext(ctx, agentID, convo).Scan(&cf.StepsApproved, &cf.LastStep); {
+	switch err := q.QueryRowContext(ctx, sqlConversation, agentID, convo).Scan(&cf.StepsApproved, &cf.LastStep); {
 	case errors.Is(err, sql.ErrNoRows):
 		return cf, nil
 	case err != nil:
 		return cf, fmt.Errorf("read conversation: %w", err)
 	}
-	rows, err := recent.QueryContext(ctx, agentID, convo, RecentWindow)
+	rows, err := q.QueryContext(ctx, sqlRecent, agentID, convo, RecentWindow)
 	if err != nil {
 		return cf, fmt.Errorf("read fingerprints: %w", err)
 	}
@@ -336,7 +331,7 @@ func (r *Reservation) Commit(ctx context.Context, costUSD float64) error {
 	if r.done {
 		return fmt.Errorf("commit step %d: already committed or released: %w", r.step, ErrReservationLost)
 	}
-	err := r.s.write(ctx, "commit", func(ctx context.Context, tx *sql.Tx) error {
+	err := r.s.write(ctx, "commit", func(ctx context.Context, tx *Tx) error {
 		return r.commit(ctx, tx, costUSD)
 	})
 	if err != nil && !errors.Is(err, ErrReservationLost) {
@@ -350,7 +345,7 @@ func (r *Reservation) Commit(ctx context.Context, costUSD float64) error {
 // consumed when that transaction commits (and counts as committed from then
 // on). When the reservation no longer holds the step it writes nothing and
 // returns ErrReservationLost, and the transaction may go on.
-func (r *Reservation) CommitIn(ctx context.Context, tx *sql.Tx, onCommit func(func()), costUSD float64) error {
+func (r *Reservation) CommitIn(ctx context.Context, tx *Tx, onCommit func(func()), costUSD float64) error {
 	if r == nil {
 		return nil
 	}
@@ -371,7 +366,7 @@ func (r *Reservation) CommitIn(ctx context.Context, tx *sql.Tx, onCommit func(fu
 }
 
 // ReleaseIn is Release inside fn's transaction of Store.Write.
-func (r *Reservation) ReleaseIn(ctx context.Context, tx *sql.Tx, onCommit func(func())) error {
+func (r *Reservation) ReleaseIn(ctx context.Context, tx *Tx, onCommit func(func())) error {
 	if r == nil {
 		return nil
 	}
@@ -381,7 +376,7 @@ func (r *Reservation) ReleaseIn(ctx context.Context, tx *sql.Tx, onCommit func(f
 	if done {
 		return nil
 	}
-	if _, err := tx.StmtContext(ctx, r.s.q.dropReservation).ExecContext(ctx, r.agentID, r.convo, r.step, r.holder); err != nil {
+	if _, err := tx.ExecContext(ctx, sqlDropReservation, r.agentID, r.convo, r.step, r.holder); err != nil {
 		return fmt.Errorf("release step: %w", err)
 	}
 	onCommit(r.settled)
@@ -404,14 +399,12 @@ func (r *Reservation) finish() {
 
 // commit consumes the step in tx; ErrReservationLost means nothing was
 // written.
-func (r *Reservation) commit(ctx context.Context, tx *sql.Tx, costUSD float64) error {
+func (r *Reservation) commit(ctx context.Context, tx *Tx, costUSD float64) error {
 	now := r.now
 	if now.IsZero() {
 		now = time.Now()
 	}
-	q := r.s.q
-	st := func(stmt *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, stmt) }
-	res, err := st(q.dropReservation).ExecContext(ctx, r.agentID, r.convo, r.step, r.holder)
+	res, err := tx.ExecContext(ctx, sqlDropReservation, r.agentID, r.convo, r.step, r.holder)
 	if err != nil {
 		return fmt.Errorf("drop reservation: %w", err)
 	}
@@ -421,19 +414,19 @@ func (r *Reservation) commit(ctx context.Context, tx *sql.Tx, costUSD float64) e
 		return fmt.Errorf("commit step %d: expired and taken by another request: %w", r.step, ErrReservationLost)
 	}
 	var seq int64
-	if err := st(q.consume).QueryRowContext(ctx, r.agentID, r.convo, r.step, now.UnixNano()).Scan(&seq); err != nil {
+	if err := tx.QueryRowContext(ctx, sqlConsume, r.agentID, r.convo, r.step, now.UnixNano()).Scan(&seq); err != nil {
 		return fmt.Errorf("consume step: %w", err)
 	}
-	if _, err := st(q.addFingerprint).ExecContext(ctx, r.agentID, r.convo, seq, r.step, r.fingerprint, now.UnixNano()); err != nil {
+	if _, err := tx.ExecContext(ctx, sqlAddFingerprint, r.agentID, r.convo, seq, r.step, r.fingerprint, now.UnixNano()); err != nil {
 		return fmt.Errorf("record fingerprint: %w", err)
 	}
 	if seq > RecentWindow {
-		if _, err := st(q.pruneFingerprints).ExecContext(ctx, r.agentID, r.convo, seq-RecentWindow); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlPruneFingerprints, r.agentID, r.convo, seq-RecentWindow); err != nil {
 			return fmt.Errorf("prune fingerprints: %w", err)
 		}
 	}
 	if costUSD > 0 {
-		if _, err := st(q.addCost).ExecContext(ctx, r.agentID, day(now), costUSD); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlAddCost, r.agentID, day(now), costUSD); err != nil {
 			return fmt.Errorf("add cost: %w", err)
 		}
 	}
@@ -452,8 +445,8 @@ func (r *Reservation) Release(ctx context.Context) error {
 	if r.done {
 		return nil
 	}
-	err := r.s.write(ctx, "release", func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.StmtContext(ctx, r.s.q.dropReservation).ExecContext(ctx, r.agentID, r.convo, r.step, r.holder)
+	err := r.s.write(ctx, "release", func(ctx context.Context, tx *Tx) error {
+		_, err := tx.ExecContext(ctx, sqlDropReservation, r.agentID, r.convo, r.step, r.holder)
 		return err
 	})
 	if err != nil {
@@ -478,7 +471,7 @@ func (s *Store) Budget(ctx context.Context, agentID string, now time.Time) (sche
 	case !errors.Is(err, ErrNotFound):
 		return schema.BudgetFacts{}, s.fail("read budget", err)
 	}
-	bf, err := budgetFacts(ctx, s.q, agentID, l, now)
+	bf, err := budgetFacts(ctx, s.db, agentID, l, now)
 	if err != nil {
 		return schema.BudgetFacts{}, s.fail("read budget", err)
 	}
@@ -488,7 +481,7 @@ func (s *Store) Budget(ctx context.Context, agentID string, now time.Time) (sche
 // Conversation reads a conversation's approved history (without a
 // fingerprint for a new request), for inspection and tests.
 func (s *Store) Conversation(ctx context.Context, agentID, conversationID string) (schema.ConversationFacts, error) {
-	cf, err := conversationFacts(ctx, s.q.conversation, s.q.recent, agentID, conversationID)
+	cf, err := conversationFacts(ctx, s.db, agentID, conversationID)
 	if err != nil {
 		return cf, s.fail("read conversation", err)
 	}

@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
@@ -306,11 +305,11 @@ func TestReservationLifecycle(t *testing.T) {
 	}
 	// Inside a write of the caller's: settled once that commits, and not
 	// when it rolls back.
-	for i, settle := range []func(*Reservation, context.Context, *sql.Tx, func(func())) error{
-		func(r *Reservation, ctx context.Context, tx *sql.Tx, on func(func())) error {
+	for i, settle := range []func(*Reservation, context.Context, *Tx, func(func())) error{
+		func(r *Reservation, ctx context.Context, tx *Tx, on func(func())) error {
 			return r.CommitIn(ctx, tx, on, 0)
 		},
-		func(r *Reservation, ctx context.Context, tx *sql.Tx, on func(func())) error {
+		func(r *Reservation, ctx context.Context, tx *Tx, on func(func())) error {
 			return r.ReleaseIn(ctx, tx, on)
 		},
 	} {
@@ -319,7 +318,7 @@ func TestReservationLifecycle(t *testing.T) {
 			t.Fatalf("Reserve: %v %v", r, err)
 		}
 		errUndo := errors.New("undo")
-		err = s.Write(ctx, "test", func(ctx context.Context, tx *sql.Tx, on func(func())) error {
+		err = s.Write(ctx, "test", func(ctx context.Context, tx *Tx, on func(func())) error {
 			if err := settle(r, ctx, tx, on); err != nil {
 				return err
 			}
@@ -329,7 +328,7 @@ func TestReservationLifecycle(t *testing.T) {
 			t.Fatalf("Write: %v", err)
 		}
 		inFlight(1)
-		if err := s.Write(ctx, "test", func(ctx context.Context, tx *sql.Tx, on func(func())) error {
+		if err := s.Write(ctx, "test", func(ctx context.Context, tx *Tx, on func(func())) error {
 			return settle(r, ctx, tx, on)
 		}); err != nil {
 			t.Fatal(err)

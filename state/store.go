@@ -52,12 +52,17 @@ func (e *Error) Unwrap() error { return e.Err }
 // Is makes every *Error match ErrUnavailable.
 func (e *Error) Is(target error) bool { return target == ErrUnavailable }
 
+// Tx is a write transaction of the store's writer (see Store.Write): it
+// runs statements with ExecContext, QueryContext and QueryRowContext, as a
+// *sql.Tx does, each prepared once on the writer's own connection and kept
+// for its life, so query texts should be constants with ? parameters.
+type Tx = groupcommit.Tx
+
 // Store is the state database. It is safe for concurrent use; writes from one
 // process are queued in Go and committed together (group commit, see Write),
 // writes from several processes wait on SQLite's lock up to BusyTimeout.
 type Store struct {
 	db   *sql.DB
-	q    *stmts
 	path string
 	// ckpt checkpoints the WAL off the writer (checkpoint.go).
 	ckpt *checkpointer
@@ -65,7 +70,9 @@ type Store struct {
 	// store (and of the audit log sharing the file) goes through it, so
 	// they queue in Go rather than spin on SQLite's busy handler, and
 	// concurrent ones share one transaction.
-	w *groupcommit.Writer[*sql.Tx]
+	w *groupcommit.Writer[*Tx]
+	// wconn is w's own connection, with its statements prepared once.
+	wconn *groupcommit.Conn
 	// lastPrune is the time (UnixNano, of the request) Reserve last pruned.
 	lastPrune atomic.Int64
 	// inFlight counts this process's reservations not yet committed or
@@ -115,28 +122,20 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s := &Store{db: db, path: abs, ckpt: startCheckpointer(db, checkpointInterval)}
-	s.w = groupcommit.New(func(ctx context.Context) (groupcommit.Txn[*sql.Tx], error) {
+	s := &Store{db: db, path: abs, ckpt: startCheckpointer(db, checkpointInterval), wconn: groupcommit.NewConn(db)}
+	s.w = groupcommit.New(func(ctx context.Context) (groupcommit.Txn[*Tx], error) {
 		s.ckpt.beforeBegin(ctx)
-		// The DSN's _txlock=immediate makes this BEGIN IMMEDIATE.
-		tx, err := db.BeginTx(ctx, nil)
+		t, err := s.wconn.Begin(ctx)
 		if err != nil {
-			return groupcommit.Txn[*sql.Tx]{}, err
+			return t, err
 		}
-		commit := func() error {
-			err := tx.Commit()
+		commit := t.Commit
+		t.Commit = func() error {
+			err := commit()
 			if err == nil {
 				s.ckpt.committed()
 			}
 			return err
-		}
-		t := groupcommit.Txn[*sql.Tx]{Q: tx, Commit: commit, Rollback: tx.Rollback}
-		// s.q is set once Open has migrated (the writes before that run
-		// the savepoints' text); Open sets it before returning the store.
-		if q := s.q; q != nil {
-			t.Savepoint = execIn(ctx, tx, q.savepoint)
-			t.Release = execIn(ctx, tx, q.release)
-			t.RollbackTo = execIn(ctx, tx, q.rollbackTo)
 		}
 		return t, nil
 	}, groupcommit.Linger(func() bool { return s.inFlight.Load() >= commitSiblings }))
@@ -151,10 +150,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := Migrate(ctx, db, "state", migrations); err != nil {
 		s.Close()
 		return nil, &Error{Op: "open", Path: abs, Err: err}
-	}
-	if s.q, err = prepare(ctx, db); err != nil {
-		s.Close()
-		return fail(err)
 	}
 	return s, nil
 }
@@ -183,7 +178,7 @@ func (s *Store) probe(ctx context.Context) error {
 	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n); err != nil {
 		return err
 	}
-	return s.write(ctx, "open", func(ctx context.Context, tx *sql.Tx) error {
+	return s.write(ctx, "open", func(ctx context.Context, tx *Tx) error {
 		// An empty write transaction still takes the write lock.
 		_, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS schema_migrations (component TEXT PRIMARY KEY, version INTEGER NOT NULL, applied_at INTEGER NOT NULL)")
 		return err
@@ -218,10 +213,8 @@ func explain(err error) error {
 // Close finishes the queued writes and closes the database.
 func (s *Store) Close() error {
 	s.w.Close()
+	s.wconn.Close()
 	s.ckpt.close()
-	if s.q != nil {
-		s.q.close()
-	}
 	if err := s.db.Close(); err != nil {
 		return &Error{Op: "close", Path: s.path, Err: err}
 	}
@@ -257,8 +250,8 @@ func (s *Store) fail(op string, err error) error {
 // most once, gets a context that is not cancelled, must not keep tx, and must
 // read what it builds on inside tx (another process may have written since).
 // Errors other than fn's own come back as *Error.
-func (s *Store) Write(ctx context.Context, op string, fn func(ctx context.Context, tx *sql.Tx, onCommit func(func())) error) error {
-	err := s.w.Do(ctx, func(ctx context.Context, tx *sql.Tx, onCommit func(func())) error {
+func (s *Store) Write(ctx context.Context, op string, fn func(ctx context.Context, tx *Tx, onCommit func(func())) error) error {
+	err := s.w.Do(ctx, func(ctx context.Context, tx *Tx, onCommit func(func())) error {
 		if err := fn(ctx, tx, onCommit); err != nil {
 			return fnError{err}
 		}
@@ -278,8 +271,8 @@ func (e fnError) Error() string { return e.err.Error() }
 // write runs fn in a write transaction (see Write), committing when fn
 // returns nil. Errors come back as *Error, except ErrNotFound and
 // ErrReservationLost.
-func (s *Store) write(ctx context.Context, op string, fn func(context.Context, *sql.Tx) error) error {
-	err := s.w.Do(ctx, func(ctx context.Context, tx *sql.Tx, _ func(func())) error { return fn(ctx, tx) })
+func (s *Store) write(ctx context.Context, op string, fn func(context.Context, *Tx) error) error {
+	err := s.w.Do(ctx, func(ctx context.Context, tx *Tx, _ func(func())) error { return fn(ctx, tx) })
 	if err == nil {
 		return nil
 	}
@@ -287,17 +280,4 @@ func (s *Store) write(ctx context.Context, op string, fn func(context.Context, *
 		return err
 	}
 	return s.fail(op, err)
-}
-
-// execIn runs st, prepared on the store's database, in tx. It binds st to
-// tx on first use: a job alone in its batch runs no savepoint.
-func execIn(ctx context.Context, tx *sql.Tx, st *sql.Stmt) func() error {
-	var bound *sql.Stmt
-	return func() error {
-		if bound == nil {
-			bound = tx.StmtContext(ctx, st)
-		}
-		_, err := bound.ExecContext(ctx)
-		return err
-	}
 }

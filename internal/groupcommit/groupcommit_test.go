@@ -14,7 +14,7 @@ import (
 	_ "modernc.org/sqlite"
 )
 
-func openDB(t *testing.T) *sql.DB {
+func openDB(t testing.TB) *sql.DB {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "gc.db")
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_txlock=immediate")

@@ -1,0 +1,298 @@
+package groupcommit
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestConnWriter: a writer on its own Conn commits concurrent jobs in shared
+// transactions, rolls a failed job back alone, keeps each statement text
+// prepared once, and gives its connection back on Close.
+func TestConnWriter(t *testing.T) {
+	db := openDB(t)
+	c := NewConn(db)
+	w := New(c.Begin)
+	ctx := context.Background()
+	errOdd := errors.New("odd")
+	var wg sync.WaitGroup
+	errs := make([]error, 40)
+	for i := range errs {
+		wg.Go(func() {
+			errs[i] = w.Do(ctx, func(ctx context.Context, tx *Tx, _ func(func())) error {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (?)`, i); err != nil {
+					return err
+				}
+				var n int
+				if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM t WHERE k = ?`, i).Scan(&n); err != nil || n != 1 {
+					return fmt.Errorf("own row not visible: %d, %v", n, err)
+				}
+				if i%2 == 1 {
+					return errOdd
+				}
+				return nil
+			})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if want := i%2 == 1; errors.Is(err, errOdd) != want || (!want && err != nil) {
+			t.Errorf("job %d: %v", i, err)
+		}
+	}
+	var n, odd int
+	if err := db.QueryRow(`SELECT count(*), count(*) FILTER (WHERE k % 2 = 1) FROM t`).Scan(&n, &odd); err != nil {
+		t.Fatal(err)
+	}
+	if n != 20 || odd != 0 {
+		t.Errorf("rows %d (odd %d), want 20 (0)", n, odd)
+	}
+	// Each text once: the transaction's, the savepoints' and the jobs' two.
+	checkKept(t, c, `INSERT INTO t (k) VALUES (?)`, `SELECT count(*) FROM t WHERE k = ?`)
+	if got := db.Stats().InUse; got != 1 {
+		t.Errorf("connections in use while the writer runs: %d, want 1", got)
+	}
+	w.Close()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := db.Stats().InUse; got != 0 {
+		t.Errorf("connections in use after Close: %d, want 0", got)
+	}
+}
+
+// checkKept fails unless the statements c keeps prepared are among the
+// transaction's own and want.
+func checkKept(t *testing.T, c *Conn, want ...string) {
+	t.Helper()
+	ok := map[string]bool{"BEGIN IMMEDIATE": true, "COMMIT": true, "ROLLBACK": true,
+		SavepointSQL: true, ReleaseSQL: true, RollbackToSQL: true}
+	for _, q := range want {
+		ok[q] = true
+	}
+	for q := range c.stmts {
+		if !ok[q] {
+			t.Errorf("unexpected statement kept prepared: %q", q)
+		}
+	}
+	for _, q := range want {
+		if c.stmts[q] == nil {
+			t.Errorf("statement not kept prepared: %q", q)
+		}
+	}
+}
+
+// TestConnStatementLimit: past MaxStatements distinct texts, statements
+// still run, unprepared, and the cache stops growing.
+func TestConnStatementLimit(t *testing.T) {
+	db := openDB(t)
+	c := NewConn(db)
+	w := New(c.Begin)
+	defer c.Close()
+	defer w.Close()
+	err := w.Do(context.Background(), func(ctx context.Context, tx *Tx, _ func(func())) error {
+		for i := range MaxStatements + 10 {
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO t (k) VALUES (%d)`, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n != MaxStatements+10 {
+		t.Fatalf("rows %d (%v), want %d", n, err, MaxStatements+10)
+	}
+	if len(c.stmts) != MaxStatements {
+		t.Errorf("%d statements kept, want %d", len(c.stmts), MaxStatements)
+	}
+}
+
+// TestConnBadStatement: a statement SQLite cannot prepare fails its job with
+// SQLite's error, through Exec, Query and QueryRow alike, and the writer goes
+// on.
+func TestConnBadStatement(t *testing.T) {
+	db := openDB(t)
+	c := NewConn(db)
+	w := New(c.Begin)
+	defer c.Close()
+	defer w.Close()
+	ctx := context.Background()
+	for name, run := range map[string]func(context.Context, *Tx) error{
+		"exec": func(ctx context.Context, tx *Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO nosuch (k) VALUES (1)`)
+			return err
+		},
+		"query": func(ctx context.Context, tx *Tx) error {
+			rows, err := tx.QueryContext(ctx, `SELECT k FROM nosuch`)
+			if err == nil {
+				rows.Close()
+			}
+			return err
+		},
+		"query row": func(ctx context.Context, tx *Tx) error {
+			var k int
+			return tx.QueryRowContext(ctx, `SELECT k FROM nosuch`).Scan(&k)
+		},
+	} {
+		err := w.Do(ctx, func(ctx context.Context, tx *Tx, _ func(func())) error { return run(ctx, tx) })
+		if err == nil || !strings.Contains(err.Error(), "no such table") {
+			t.Errorf("%s: %v, want SQLite's no such table", name, err)
+		}
+	}
+	err := w.Do(ctx, func(ctx context.Context, tx *Tx, _ func(func())) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (1)`)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("a good job after the bad ones: %v", err)
+	}
+	checkKept(t, c, `INSERT INTO t (k) VALUES (1)`)
+}
+
+// TestConnLocked: while another connection holds the write lock, Begin
+// fails after the busy timeout and keeps its connection; once the lock is
+// free the next job commits.
+func TestConnLocked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gc.db")
+	open := func() *sql.DB {
+		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(50)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	db, other := open(), open()
+	if _, err := db.Exec(`CREATE TABLE t (k INTEGER PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c := NewConn(db)
+	w := New(c.Begin)
+	defer c.Close()
+	defer w.Close()
+	insert := func(k int) error {
+		return w.Do(ctx, func(ctx context.Context, tx *Tx, _ func(func())) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (?)`, k)
+			return err
+		})
+	}
+	if err := insert(1); err != nil {
+		t.Fatal(err)
+	}
+	conn := c.conn
+	lock, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	if err := insert(2); err == nil || !strings.Contains(err.Error(), "locked") {
+		t.Fatalf("insert while locked: %v, want database is locked", err)
+	}
+	if _, err := lock.ExecContext(ctx, `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	lock.Close()
+	if err := insert(3); err != nil {
+		t.Fatalf("insert after the lock: %v", err)
+	}
+	if c.conn != conn {
+		t.Error("the connection was replaced after a busy BEGIN")
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("rows %d (%v), want 2", n, err)
+	}
+}
+
+// BenchmarkConnStatements compares a batch of 32 statements (16 queries of
+// one row, 16 inserts or upserts) in a *sql.Tx with statements prepared on
+// the *sql.DB, the way a Writer's Begin on *sql.Tx runs them, and on a Conn.
+func BenchmarkConnStatements(b *testing.B) {
+	const (
+		get    = `SELECT k FROM t WHERE k = ?`
+		upsert = `INSERT INTO t (k) VALUES (?) ON CONFLICT (k) DO NOTHING`
+	)
+	work := func(ctx context.Context, b *testing.B, q func(string) stmt) {
+		for i := range 16 {
+			var k int
+			if err := q(get).QueryRowContext(ctx, i).Scan(&k); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				b.Fatal(err)
+			}
+			if _, err := q(upsert).ExecContext(ctx, i); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("sql.Tx", func(b *testing.B) {
+		db := openDB(b)
+		prepared := map[string]*sql.Stmt{}
+		for _, q := range []string{get, upsert} {
+			st, err := db.Prepare(q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			prepared[q] = st
+		}
+		w := New(func(ctx context.Context) (Txn[*sql.Tx], error) {
+			tx, err := db.BeginTx(ctx, nil)
+			return Txn[*sql.Tx]{Q: tx, Commit: tx.Commit, Rollback: tx.Rollback}, err
+		})
+		defer w.Close()
+		for b.Loop() {
+			err := w.Do(context.Background(), func(ctx context.Context, tx *sql.Tx, _ func(func())) error {
+				work(ctx, b, func(q string) stmt { return tx.StmtContext(ctx, prepared[q]) })
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Conn", func(b *testing.B) {
+		db := openDB(b)
+		c := NewConn(db)
+		w := New(c.Begin)
+		defer c.Close()
+		defer w.Close()
+		for b.Loop() {
+			err := w.Do(context.Background(), func(ctx context.Context, tx *Tx, _ func(func())) error {
+				work(ctx, b, func(q string) stmt { return boundText{tx, q} })
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// stmt is what the benchmark runs: a *sql.Stmt or a boundText.
+type stmt interface {
+	ExecContext(context.Context, ...any) (sql.Result, error)
+	QueryRowContext(context.Context, ...any) *sql.Row
+}
+
+// boundText is a query text on a Tx, with a *sql.Stmt's methods.
+type boundText struct {
+	tx *Tx
+	q  string
+}
+
+func (s boundText) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+	return s.tx.ExecContext(ctx, s.q, args...)
+}
+
+func (s boundText) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
+	return s.tx.QueryRowContext(ctx, s.q, args...)
+}
