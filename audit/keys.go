@@ -19,9 +19,19 @@ import (
 
 // Key types GenerateKey accepts.
 const (
-	KeyECDSAP256 = "ecdsa-p256" // the default
 	KeyEd25519   = "ed25519"
+	KeyECDSAP256 = "ecdsa-p256"
 )
+
+// DefaultKeyType is the key type GenerateKey writes when none is named.
+// Ed25519 signatures need no randomness (RFC 8032: the nonce is derived
+// from the key and the message, so a weak random source at signing time
+// cannot leak the key, as it can with ECDSA), are shorter (64 bytes), and
+// are made in about 24 µs with 5 allocations where ECDSA P-256 takes about
+// 40 µs and 65 (BenchmarkSign on the 2-core development machine): a
+// signature per decision is, after the policy, the largest single cost of
+// an audited decision.
+const DefaultKeyType = KeyEd25519
 
 // Key file names GenerateKey writes in its directory.
 const (
@@ -36,12 +46,12 @@ const (
 func GenerateKey(dir, keyType, passphrase string) (keyPath, pubPath string, err error) {
 	var priv crypto.Signer
 	switch keyType {
-	case "", KeyECDSAP256:
-		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	case KeyEd25519:
+	case "", KeyEd25519:
 		_, priv, err = ed25519.GenerateKey(rand.Reader)
+	case KeyECDSAP256:
+		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	default:
-		return "", "", fmt.Errorf("audit: key type %q: want %s or %s", keyType, KeyECDSAP256, KeyEd25519)
+		return "", "", fmt.Errorf("audit: key type %q: want %s or %s", keyType, KeyEd25519, KeyECDSAP256)
 	}
 	if err != nil {
 		return "", "", fmt.Errorf("audit: generate key: %w", err)

@@ -53,6 +53,7 @@ type options struct {
 	maxRequests int
 	warmup      int
 	audit       string
+	keyType     string
 	opa         string
 	breakdown   int
 }
@@ -73,6 +74,7 @@ func run(args []string, out io.Writer) error {
 	fl.IntVar(&o.maxRequests, "max-requests", 200000, "most requests of one level")
 	fl.IntVar(&o.warmup, "warmup", 500, "requests sent before each configuration is measured")
 	fl.StringVar(&o.audit, "audit", "both", "the signed audit log: on, off or both")
+	fl.StringVar(&o.keyType, "key-type", audit.DefaultKeyType, "the audit key: ed25519 or ecdsa-p256 (as toolgate keys generate --type)")
 	fl.StringVar(&o.opa, "opa", "", "path of an opa binary: also measure OPA's server on an equivalent policy")
 	fl.IntVar(&o.breakdown, "breakdown", 2000, "sequential decisions for the per-stage timing without HTTP (0: skip)")
 	cpuProfile := fl.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -88,6 +90,9 @@ func run(args []string, out io.Writer) error {
 	}
 	if o.duration <= 0 || o.duration > time.Minute {
 		return errors.New("-duration: between 0 and 60s")
+	}
+	if o.keyType != audit.KeyEd25519 && o.keyType != audit.KeyECDSAP256 {
+		return fmt.Errorf("-key-type: %q is not %s or %s", o.keyType, audit.KeyEd25519, audit.KeyECDSAP256)
 	}
 	var audits []bool
 	switch o.audit {
@@ -116,7 +121,7 @@ func run(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "toolgate-load: GOMAXPROCS=%d, GC percent %d, %s per level, loopback only\n", runtime.GOMAXPROCS(0), gc, o.duration)
 	results := map[string][]result{}
 	for _, withAudit := range audits {
-		name := "toolgate, audit on"
+		name := "toolgate, audit on (" + o.keyType + ")"
 		if !withAudit {
 			name = "toolgate, audit off"
 		}
@@ -186,7 +191,7 @@ func loadToolgate(out io.Writer, name string, withAudit bool, o options) ([]resu
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	vopts := []toolgate.Option{toolgate.WithDB(filepath.Join(dir, "toolgate.db"))}
 	if withAudit {
-		key, _, err := audit.GenerateKey(filepath.Join(dir, "keys"), "ecdsa-p256", "")
+		key, _, err := audit.GenerateKey(filepath.Join(dir, "keys"), o.keyType, "")
 		if err != nil {
 			return nil, err
 		}

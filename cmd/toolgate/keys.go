@@ -28,8 +28,8 @@ func newKeysGenerateCmd() *cobra.Command {
 			if out == "" {
 				return usageError("--out DIR is required")
 			}
-			if keyType != audit.KeyECDSAP256 && keyType != audit.KeyEd25519 {
-				return usageError("--type: %q is not %s or %s", keyType, audit.KeyECDSAP256, audit.KeyEd25519)
+			if keyType != audit.KeyEd25519 && keyType != audit.KeyECDSAP256 {
+				return usageError("--type: %q is not %s or %s", keyType, audit.KeyEd25519, audit.KeyECDSAP256)
 			}
 			var pass string
 			if passEnv != "" {
@@ -52,7 +52,7 @@ func newKeysGenerateCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory to write toolgate.key and toolgate.pub to")
-	cmd.Flags().StringVar(&keyType, "type", audit.KeyECDSAP256, "ecdsa-p256 or ed25519")
+	cmd.Flags().StringVar(&keyType, "type", audit.DefaultKeyType, "ed25519 or ecdsa-p256")
 	cmd.Flags().StringVar(&passEnv, "passphrase-env", "", "environment variable holding the passphrase that encrypts the key")
 	return cmd
 }
