@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"os"
 	"path/filepath"
 	"testing"
@@ -61,5 +62,15 @@ func TestKeys(t *testing.T) {
 	}
 	if _, err := LoadVerifier(plainKey); err == nil {
 		t.Error("a private key loaded as a public key")
+	}
+	// No type named: DefaultKeyType, Ed25519.
+	sv, err := LoadSigner(plainKey, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pub, err := sv.PublicKey(); err != nil {
+		t.Fatal(err)
+	} else if _, ok := pub.(ed25519.PublicKey); !ok || DefaultKeyType != KeyEd25519 {
+		t.Errorf("default key: %T, want ed25519.PublicKey", pub)
 	}
 }
