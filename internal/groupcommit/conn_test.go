@@ -40,18 +40,7 @@ func TestConnWriter(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	for i, err := range errs {
-		if want := i%2 == 1; errors.Is(err, errOdd) != want || (!want && err != nil) {
-			t.Errorf("job %d: %v", i, err)
-		}
-	}
-	var n, odd int
-	if err := db.QueryRow(`SELECT count(*), count(*) FILTER (WHERE k % 2 = 1) FROM t`).Scan(&n, &odd); err != nil {
-		t.Fatal(err)
-	}
-	if n != 20 || odd != 0 {
-		t.Errorf("rows %d (odd %d), want 20 (0)", n, odd)
-	}
+	checkOddFailed(t, db, errs, errOdd)
 	// Each text once: the transaction's, the savepoints' and the jobs' two.
 	checkKept(t, c, `INSERT INTO t (k) VALUES (?)`, `SELECT count(*) FROM t WHERE k = ?`)
 	if got := db.Stats().InUse; got != 1 {
@@ -87,14 +76,23 @@ func checkKept(t *testing.T, c *Conn, want ...string) {
 	}
 }
 
-// TestConnStatementLimit: past MaxStatements distinct texts, statements
-// still run, unprepared, and the cache stops growing.
-func TestConnStatementLimit(t *testing.T) {
+// connWriter is a writer on its own Conn to a fresh database, closed when
+// the test ends.
+func connWriter(t *testing.T) (*sql.DB, *Conn, *Writer[*Tx]) {
 	db := openDB(t)
 	c := NewConn(db)
 	w := New(c.Begin)
-	defer c.Close()
-	defer w.Close()
+	t.Cleanup(func() {
+		w.Close()
+		c.Close()
+	})
+	return db, c, w
+}
+
+// TestConnStatementLimit: past MaxStatements distinct texts, statements
+// still run, unprepared, and the cache stops growing.
+func TestConnStatementLimit(t *testing.T) {
+	db, c, w := connWriter(t)
 	err := w.Do(context.Background(), func(ctx context.Context, tx *Tx, _ func(func())) error {
 		for i := range MaxStatements + 10 {
 			if _, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO t (k) VALUES (%d)`, i)); err != nil {
@@ -119,11 +117,7 @@ func TestConnStatementLimit(t *testing.T) {
 // SQLite's error, through Exec, Query and QueryRow alike, and the writer goes
 // on.
 func TestConnBadStatement(t *testing.T) {
-	db := openDB(t)
-	c := NewConn(db)
-	w := New(c.Begin)
-	defer c.Close()
-	defer w.Close()
+	_, c, w := connWriter(t)
 	ctx := context.Background()
 	for name, run := range map[string]func(context.Context, *Tx) error{
 		"exec": func(ctx context.Context, tx *Tx) error {

@@ -95,18 +95,7 @@ func TestFailedJobRollsBackAlone(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			for i, err := range errs {
-				if want := i%2 == 1; errors.Is(err, errOdd) != want || (!want && err != nil) {
-					t.Errorf("job %d: %v", i, err)
-				}
-			}
-			var n, odd int
-			if err := db.QueryRow(`SELECT count(*), count(*) FILTER (WHERE k % 2 = 1) FROM t`).Scan(&n, &odd); err != nil {
-				t.Fatal(err)
-			}
-			if n != 20 || odd != 0 {
-				t.Errorf("rows %d (odd %d), want 20 (0)", n, odd)
-			}
+			checkOddFailed(t, db, errs, errOdd)
 			if hooks.Load() != 20 {
 				t.Errorf("hooks ran %d times, want 20", hooks.Load())
 			}
@@ -115,6 +104,24 @@ func TestFailedJobRollsBackAlone(t *testing.T) {
 				t.Errorf("savepoint/release/rollback to: %d/%d/%d calls", sp, rel, rb)
 			}
 		})
+	}
+}
+
+// checkOddFailed checks 40 jobs that inserted their number into t, the odd
+// ones then failing with errOdd: only the even ones committed.
+func checkOddFailed(t *testing.T, db *sql.DB, errs []error, errOdd error) {
+	t.Helper()
+	for i, err := range errs {
+		if want := i%2 == 1; errors.Is(err, errOdd) != want || (!want && err != nil) {
+			t.Errorf("job %d: %v", i, err)
+		}
+	}
+	var n, odd int
+	if err := db.QueryRow(`SELECT count(*), count(*) FILTER (WHERE k % 2 = 1) FROM t`).Scan(&n, &odd); err != nil {
+		t.Fatal(err)
+	}
+	if n != 20 || odd != 0 {
+		t.Errorf("rows %d (odd %d), want 20 (0)", n, odd)
 	}
 }
 
