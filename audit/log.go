@@ -237,10 +237,10 @@ func (l *Log) Append(ctx context.Context, rec Record) (Entry, error) {
 	return entryOf(&r, rec), nil
 }
 
-// AppendIn writes one final decision to the chain inside tx, a transaction
+// AppendIn writes one final decision to the chain through q, a transaction
 // that holds SQLite's write lock (one of state.Store.Write's): the entry is
-// in the log once tx commits, and not before. Any error wraps ErrNotRecorded;
-// the caller must then roll tx back (return the error from its function).
+// in the log once q commits, and not before. Any error wraps ErrNotRecorded;
+// the caller must then roll q back (return the error from its function).
 // Inside a job of the store's writer (state.Store.Write) the entry is
 // signed off the writer and its signature stored just before the batch's
 // COMMIT: the returned Entry then has no Signature yet, and a failed
