@@ -18,9 +18,10 @@ import (
 // for every query run in it (database/sql watches the transaction's
 // context), and a statement prepared on the *sql.DB must be bound anew to
 // each transaction (Tx.StmtContext). On its own connection, with contexts
-// that are never cancelled (a Job's), a statement is a call into SQLite and
-// nothing else: about 1.4 µs less per statement, a third of the database/sql
-// cost of a batch (BenchmarkConnStatements).
+// that are never cancelled (a Job's), neither happens: a batch of 32
+// statements takes about 18% less time and 436 allocations instead of 606
+// (BenchmarkConnStatements), and an audited decision in the load test about
+// 20 µs less CPU.
 //
 // A Conn is used by one writer goroutine only: it is not safe for
 // concurrent use.
