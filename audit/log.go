@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -211,8 +210,7 @@ func withImmediate(ctx context.Context, db *sql.DB, fn func(*sql.Conn) error) (e
 		// Roll back on a context that cannot be cancelled any more; if even
 		// that fails, drop the connection rather than return it to the pool
 		// inside a transaction.
-		if _, rbErr := conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); rbErr != nil &&
-			!strings.Contains(rbErr.Error(), "no transaction is active") {
+		if _, rbErr := conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); groupcommit.StuckInTransaction(rbErr) {
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 	}()

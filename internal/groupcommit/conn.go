@@ -110,56 +110,58 @@ func (c *Conn) Begin(ctx context.Context) (Txn[*Tx], error) {
 		}
 		return Txn[*Tx]{}, err
 	}
-	stmt := func(query string) func() error {
+	run := func(query string) func() error {
 		return func() error { return c.exec(ctx, query) }
 	}
 	return Txn[*Tx]{
 		Q:          &Tx{c},
-		Commit:     stmt("COMMIT"),
+		Commit:     run("COMMIT"),
 		Rollback:   c.rollback,
-		Savepoint:  stmt(SavepointSQL),
-		Release:    stmt(ReleaseSQL),
-		RollbackTo: stmt(RollbackToSQL),
+		Savepoint:  run(SavepointSQL),
+		Release:    run(ReleaseSQL),
+		RollbackTo: run(RollbackToSQL),
 	}, nil
 }
 
 // rollback ends the transaction. A connection that cannot roll back is
-// dropped rather than kept inside a transaction; so is one where there was
-// nothing to roll back after a failure SQLite already answered that way.
+// dropped rather than kept inside a transaction; one with nothing to roll
+// back (SQLite already did, after a failed statement or COMMIT) is kept.
 func (c *Conn) rollback() error {
 	if c.conn == nil {
 		return nil
 	}
-	err := c.exec(context.Background(), "ROLLBACK")
-	if err != nil && !strings.Contains(err.Error(), "no transaction is active") {
+	if err := c.exec(context.Background(), "ROLLBACK"); StuckInTransaction(err) {
 		c.drop()
 		return fmt.Errorf("rollback: %w", err)
 	}
 	return nil
 }
 
-// drop closes the statements and gives the connection up as broken: the
-// next Begin takes another.
-func (c *Conn) drop() {
-	if c.conn == nil {
-		return
-	}
-	for _, st := range c.stmts {
-		st.Close()
-	}
-	_ = c.conn.Raw(func(any) error { return driver.ErrBadConn })
-	c.conn.Close()
-	c.conn, c.stmts = nil, nil
+// StuckInTransaction reports whether err, from a ROLLBACK, leaves the
+// connection inside a transaction: any error but SQLite's "no transaction
+// is active". Such a connection must not go back to a pool.
+func StuckInTransaction(err error) bool {
+	return err != nil && !strings.Contains(err.Error(), "no transaction is active")
 }
+
+// drop gives the connection up as broken: the next Begin takes another.
+func (c *Conn) drop() { c.release(true) }
 
 // Close closes the statements and returns the connection to db's pool. Call
 // it after the writer's Close.
-func (c *Conn) Close() error {
+func (c *Conn) Close() error { return c.release(false) }
+
+// release closes the statements and the connection; a broken one (bad) is
+// discarded rather than returned to db's pool.
+func (c *Conn) release(bad bool) error {
 	if c.conn == nil {
 		return nil
 	}
 	for _, st := range c.stmts {
 		st.Close()
+	}
+	if bad {
+		_ = c.conn.Raw(func(any) error { return driver.ErrBadConn })
 	}
 	err := c.conn.Close()
 	c.conn, c.stmts = nil, nil

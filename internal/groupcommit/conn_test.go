@@ -290,3 +290,30 @@ func (s boundText) ExecContext(ctx context.Context, args ...any) (sql.Result, er
 func (s boundText) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
 	return s.tx.QueryRowContext(ctx, s.q, args...)
 }
+
+// TestStuckInTransaction: only a ROLLBACK that failed for another reason
+// than SQLite's "no transaction is active" leaves the connection in one.
+func TestStuckInTransaction(t *testing.T) {
+	db := openDB(t)
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, noTx := conn.ExecContext(context.Background(), "ROLLBACK")
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{noTx, false},
+		{errors.New("disk I/O error"), true},
+	} {
+		if got := StuckInTransaction(c.err); got != c.want {
+			t.Errorf("StuckInTransaction(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+	if noTx == nil {
+		t.Fatal("ROLLBACK outside a transaction succeeded")
+	}
+}
