@@ -148,10 +148,10 @@ func run(args []string, out io.Writer) error {
 
 // target is what one load level sends to.
 type target struct {
-	url    string
-	header http.Header
-	body   func(worker, i int) []byte
-	ok     func(status int, body []byte) bool
+	addr, path string
+	header     []string // "Name: value" lines besides Host and Content-Length
+	body       func(worker, i int) []byte
+	ok         func(status int, body []byte) bool
 }
 
 type result struct {
@@ -225,8 +225,9 @@ func loadToolgate(out io.Writer, name string, withAudit bool, o options) ([]resu
 	var run atomic.Int64 // distinct conversations across levels
 	prefix := fmt.Sprintf(`{"agent":{"id":%q},"action":{"type":"calculate","arguments":{"query":"2+2"}},"context":{"conversation_id":"`, agent.ID)
 	t := target{
-		url:    "http://" + ln.Addr().String() + "/v1/verify",
-		header: http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"}},
+		addr:   ln.Addr().String(),
+		path:   "/v1/verify",
+		header: []string{"Authorization: Bearer " + token, "Content-Type: application/json"},
 		body: func(worker, i int) []byte {
 			return []byte(prefix + "r" + strconv.FormatInt(run.Load(), 10) + "w" + strconv.Itoa(worker) + "i" + strconv.Itoa(i) + `","step_number":1}}`)
 		},
@@ -305,9 +306,6 @@ func breakdown(ctx context.Context, out io.Writer, name string, v *toolgate.Veri
 
 // level runs clients workers for at most d and at most max requests.
 func level(t target, clients, workersLabel int, d time.Duration, max int) (result, error) {
-	tr := &http.Transport{MaxIdleConns: clients * 2, MaxIdleConnsPerHost: clients * 2, IdleConnTimeout: 30 * time.Second}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	var (
 		count   atomic.Int64
 		errs    atomic.Int64
@@ -322,6 +320,8 @@ func level(t target, clients, workersLabel int, d time.Duration, max int) (resul
 	var wg sync.WaitGroup
 	for w := range clients {
 		wg.Go(func() {
+			c := newClient(t.addr, t.path, t.header, 30*time.Second)
+			defer c.close()
 			local := make([]time.Duration, 0, 4096)
 			for i := 0; ; i++ {
 				if count.Add(1) > int64(max) || time.Now().After(deadline) {
@@ -329,21 +329,17 @@ func level(t target, clients, workersLabel int, d time.Duration, max int) (resul
 					break
 				}
 				body := t.body(w, i)
-				req, _ := http.NewRequest(http.MethodPost, t.url, bytes.NewReader(body))
-				req.Header = t.header.Clone()
 				t0 := time.Now()
-				res, err := client.Do(req)
+				status, b, err := c.post(body)
 				if err != nil {
 					errs.Add(1)
 					firstEr.CompareAndSwap(nil, err.Error())
 					continue
 				}
-				b, err := io.ReadAll(res.Body)
-				res.Body.Close()
 				local = append(local, time.Since(t0))
-				if err != nil || !t.ok(res.StatusCode, b) {
+				if !t.ok(status, b) {
 					errs.Add(1)
-					firstEr.CompareAndSwap(nil, fmt.Sprintf("status %d: %.200s", res.StatusCode, b))
+					firstEr.CompareAndSwap(nil, fmt.Sprintf("status %d: %.200s", status, b))
 				}
 			}
 			mu.Lock()
@@ -449,8 +445,9 @@ func loadOPA(out io.Writer, o options) ([]result, error) {
 		return nil, errors.New("opa did not become healthy in 10 s")
 	}
 	t := target{
-		url:    "http://" + addr + "/v1/data/toolgate/simple/decision",
-		header: http.Header{"Content-Type": {"application/json"}},
+		addr:   addr,
+		path:   "/v1/data/toolgate/simple/decision",
+		header: []string{"Content-Type: application/json"},
 		body: func(worker, i int) []byte {
 			return []byte(`{"input":{"agent":{"id":"agent_load","trust_level":"supervised"},"action":{"type":"calculate","arguments":{"query":"2+2"}},"context":{"conversation_id":"w` +
 				strconv.Itoa(worker) + "i" + strconv.Itoa(i) + `","step_number":1}}}`)
