@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -149,7 +148,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if version > len(migrations) {
 		return fmt.Errorf("audit schema version %d is newer than this toolgate knows (%d)", version, len(migrations))
 	}
-	return withImmediate(ctx, db, func(conn *sql.Conn) error {
+	return groupcommit.Immediate(ctx, db, func(conn *sql.Conn) error {
 		if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS audit_meta (version INTEGER NOT NULL)`); err != nil {
 			return err
 		}
@@ -187,34 +186,6 @@ func schemaVersion(ctx context.Context, q querier) (int, error) {
 		return 0, nil
 	}
 	return v, err
-}
-
-// withImmediate runs fn inside BEGIN IMMEDIATE on one connection: the write
-// lock is taken before anything is read, so no other process can append
-// between our read of the head and our insert.
-func withImmediate(ctx context.Context, db *sql.DB, fn func(*sql.Conn) error) (err error) {
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-		return err
-	}
-	defer func() {
-		if err == nil {
-			if _, err = conn.ExecContext(ctx, `COMMIT`); err == nil {
-				return
-			}
-		}
-		// Roll back on a context that cannot be cancelled any more; if even
-		// that fails, drop the connection rather than return it to the pool
-		// inside a transaction.
-		if _, rbErr := conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); groupcommit.StuckInTransaction(rbErr) {
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
-	}()
-	return fn(conn)
 }
 
 // Append writes one final decision to the chain and returns the stored entry.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/groupcommit"
 )
 
 // Migrate brings component's tables up to date: migrations[i] is the SQL
@@ -17,53 +19,43 @@ import (
 // each migration exactly once. Migrations are append-only: never edit or
 // reorder a released one. A database whose version is newer than
 // len(migrations) (written by a newer toolgate) is refused.
-func Migrate(ctx context.Context, db *sql.DB, component string, migrations []string) (err error) {
+func Migrate(ctx context.Context, db *sql.DB, component string, migrations []string) error {
 	if strings.TrimSpace(component) == "" {
 		return errors.New("migrate: empty component name")
 	}
-	conn, err := db.Conn(ctx)
+	err := groupcommit.Immediate(ctx, db, func(conn *sql.Conn) error {
+		if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			component  TEXT PRIMARY KEY,
+			version    INTEGER NOT NULL,
+			applied_at INTEGER NOT NULL)`); err != nil {
+			return err
+		}
+		var version int
+		switch err := conn.QueryRowContext(ctx, "SELECT version FROM schema_migrations WHERE component = ?", component).Scan(&version); {
+		case errors.Is(err, sql.ErrNoRows):
+			version = 0
+		case err != nil:
+			return fmt.Errorf("read version: %w", err)
+		}
+		if version > len(migrations) {
+			return fmt.Errorf("the database is at version %d but this toolgate knows only %d: written by a newer toolgate?", version, len(migrations))
+		}
+		for i := version; i < len(migrations); i++ {
+			if _, err := conn.ExecContext(ctx, migrations[i]); err != nil {
+				return fmt.Errorf("version %d: %w", i+1, err)
+			}
+		}
+		if version < len(migrations) {
+			if _, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations (component, version, applied_at) VALUES (?, ?, ?)
+				ON CONFLICT (component) DO UPDATE SET version = excluded.version, applied_at = excluded.applied_at`,
+				component, len(migrations), time.Now().UnixNano()); err != nil {
+				return fmt.Errorf("record version: %w", err)
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", component, explain(err))
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return fmt.Errorf("migrate %s: begin: %w", component, explain(err))
-	}
-	defer func() {
-		if err != nil {
-			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
-		}
-	}()
-	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		component  TEXT PRIMARY KEY,
-		version    INTEGER NOT NULL,
-		applied_at INTEGER NOT NULL)`); err != nil {
-		return fmt.Errorf("migrate %s: %w", component, explain(err))
-	}
-	var version int
-	switch err := conn.QueryRowContext(ctx, "SELECT version FROM schema_migrations WHERE component = ?", component).Scan(&version); {
-	case errors.Is(err, sql.ErrNoRows):
-		version = 0
-	case err != nil:
-		return fmt.Errorf("migrate %s: read version: %w", component, explain(err))
-	}
-	if version > len(migrations) {
-		return fmt.Errorf("migrate %s: the database is at version %d but this toolgate knows only %d: written by a newer toolgate?", component, version, len(migrations))
-	}
-	for i := version; i < len(migrations); i++ {
-		if _, err := conn.ExecContext(ctx, migrations[i]); err != nil {
-			return fmt.Errorf("migrate %s: version %d: %w", component, i+1, explain(err))
-		}
-	}
-	if version < len(migrations) {
-		if _, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations (component, version, applied_at) VALUES (?, ?, ?)
-			ON CONFLICT (component) DO UPDATE SET version = excluded.version, applied_at = excluded.applied_at`,
-			component, len(migrations), time.Now().UnixNano()); err != nil {
-			return fmt.Errorf("migrate %s: record version: %w", component, explain(err))
-		}
-	}
-	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		return fmt.Errorf("migrate %s: commit: %w", component, explain(err))
 	}
 	return nil
 }

@@ -130,17 +130,47 @@ func (c *Conn) rollback() error {
 	if c.conn == nil {
 		return nil
 	}
-	if err := c.exec(context.Background(), "ROLLBACK"); StuckInTransaction(err) {
+	if err := c.exec(context.Background(), "ROLLBACK"); stuckInTransaction(err) {
 		c.drop()
 		return fmt.Errorf("rollback: %w", err)
 	}
 	return nil
 }
 
-// StuckInTransaction reports whether err, from a ROLLBACK, leaves the
+// Immediate runs fn in a BEGIN IMMEDIATE transaction on one connection of
+// db and commits it when fn returns nil: the write lock is taken before fn
+// reads anything, so no other process writes between fn's reads and its
+// writes. It is for one-off transactions outside a Writer (migrations). On
+// any error it rolls back on a context that cannot be cancelled any more,
+// and a connection the ROLLBACK leaves inside a transaction is dropped
+// rather than returned to db's pool.
+func Immediate(ctx context.Context, db *sql.DB, fn func(*sql.Conn) error) (err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if err == nil {
+			if _, err = conn.ExecContext(ctx, "COMMIT"); err == nil {
+				return
+			}
+			err = fmt.Errorf("commit: %w", err)
+		}
+		if _, rbErr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); stuckInTransaction(rbErr) {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	return fn(conn)
+}
+
+// stuckInTransaction reports whether err, from a ROLLBACK, leaves the
 // connection inside a transaction: any error but SQLite's "no transaction
 // is active". Such a connection must not go back to a pool.
-func StuckInTransaction(err error) bool {
+func stuckInTransaction(err error) bool {
 	return err != nil && !strings.Contains(err.Error(), "no transaction is active")
 }
 

@@ -309,11 +309,74 @@ func TestStuckInTransaction(t *testing.T) {
 		{noTx, false},
 		{errors.New("disk I/O error"), true},
 	} {
-		if got := StuckInTransaction(c.err); got != c.want {
-			t.Errorf("StuckInTransaction(%v) = %v, want %v", c.err, got, c.want)
+		if got := stuckInTransaction(c.err); got != c.want {
+			t.Errorf("stuckInTransaction(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
 	if noTx == nil {
 		t.Fatal("ROLLBACK outside a transaction succeeded")
 	}
+}
+
+// TestImmediate: fn's writes commit when it returns nil and roll back when
+// it or the COMMIT fails; the connection goes back to the pool outside any
+// transaction, so the next Immediate on the one-connection pool works.
+func TestImmediate(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{
+		`PRAGMA foreign_keys = ON`,
+		`CREATE TABLE child (k INTEGER REFERENCES t (k) DEFERRABLE INITIALLY DEFERRED)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	boom := errors.New("boom")
+	for _, c := range []struct {
+		name    string
+		fn      func(*sql.Conn) error
+		wantErr string // "" for none
+		rows    int    // rows of t and child afterwards
+	}{
+		{"commit", func(c *sql.Conn) error { return exec(c, `INSERT INTO t VALUES (1)`) }, "", 1},
+		{"fn fails", func(c *sql.Conn) error {
+			if err := exec(c, `INSERT INTO t VALUES (2)`); err != nil {
+				return err
+			}
+			return boom
+		}, "boom", 1},
+		{"fn rolled back itself", func(c *sql.Conn) error {
+			if err := exec(c, `INSERT INTO t VALUES (3)`); err != nil {
+				return err
+			}
+			if err := exec(c, `ROLLBACK`); err != nil {
+				return err
+			}
+			return boom
+		}, "boom", 1},
+		{"commit fails", func(c *sql.Conn) error { return exec(c, `INSERT INTO child VALUES (99)`) }, "commit: ", 1},
+		{"after the failures", func(c *sql.Conn) error { return exec(c, `INSERT INTO child VALUES (1)`) }, "", 2},
+	} {
+		err := Immediate(ctx, db, c.fn)
+		if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+			t.Errorf("%s: error %v, want %q", c.name, err, c.wantErr)
+		}
+		var rows int
+		if err := db.QueryRow(`SELECT (SELECT count(*) FROM t) + (SELECT count(*) FROM child)`).Scan(&rows); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if rows != c.rows {
+			t.Errorf("%s: %d rows, want %d", c.name, rows, c.rows)
+		}
+		if n := db.Stats().OpenConnections; n != 1 {
+			t.Errorf("%s: %d open connections, want the pool's one kept", c.name, n)
+		}
+	}
+}
+
+func exec(c *sql.Conn, q string) error {
+	_, err := c.ExecContext(context.Background(), q)
+	return err
 }
