@@ -144,7 +144,7 @@ func (c *Conn) rollback() error {
 // any error it rolls back on a context that cannot be cancelled any more,
 // and a connection the ROLLBACK leaves inside a transaction is dropped
 // rather than returned to db's pool.
-func Immediate(ctx context.Context, db *sql.DB, fn func(*sql.Conn) error) (err error) {
+func Immediate(ctx context.Context, db *sql.DB, fn func(*sql.Conn) error) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
@@ -153,18 +153,23 @@ func Immediate(ctx context.Context, db *sql.DB, fn func(*sql.Conn) error) (err e
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	defer func() {
-		if err == nil {
-			if _, err = conn.ExecContext(ctx, "COMMIT"); err == nil {
-				return
-			}
-			err = fmt.Errorf("commit: %w", err)
+	committed := false
+	defer func() { // also when fn panics
+		if committed {
+			return
 		}
-		if _, rbErr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); stuckInTransaction(rbErr) {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); stuckInTransaction(err) {
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 	}()
-	return fn(conn)
+	if err := fn(conn); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	committed = true
+	return nil
 }
 
 // stuckInTransaction reports whether err, from a ROLLBACK, leaves the

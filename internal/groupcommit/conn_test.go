@@ -319,7 +319,7 @@ func TestStuckInTransaction(t *testing.T) {
 }
 
 // TestImmediate: fn's writes commit when it returns nil and roll back when
-// it or the COMMIT fails; the connection goes back to the pool outside any
+// it fails or panics, or the COMMIT fails; the connection goes back to the pool outside any
 // transaction, so the next Immediate on the one-connection pool works.
 func TestImmediate(t *testing.T) {
 	ctx := context.Background()
@@ -357,9 +357,22 @@ func TestImmediate(t *testing.T) {
 			return boom
 		}, "boom", 1},
 		{"commit fails", func(c *sql.Conn) error { return exec(c, `INSERT INTO child VALUES (99)`) }, "commit: ", 1},
+		{"fn panics", func(c *sql.Conn) error {
+			if err := exec(c, `INSERT INTO t VALUES (4)`); err != nil {
+				return err
+			}
+			panic(boom)
+		}, "panic: boom", 1},
 		{"after the failures", func(c *sql.Conn) error { return exec(c, `INSERT INTO child VALUES (1)`) }, "", 2},
 	} {
-		err := Immediate(ctx, db, c.fn)
+		err := func() (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("panic: %v", p)
+				}
+			}()
+			return Immediate(ctx, db, c.fn)
+		}()
 		if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
 			t.Errorf("%s: error %v, want %q", c.name, err, c.wantErr)
 		}
