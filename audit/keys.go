@@ -33,6 +33,15 @@ const (
 // an audited decision.
 const DefaultKeyType = KeyEd25519
 
+// CheckKeyType returns an error naming the key types GenerateKey makes
+// unless keyType is one of them.
+func CheckKeyType(keyType string) error {
+	if keyType == KeyEd25519 || keyType == KeyECDSAP256 {
+		return nil
+	}
+	return fmt.Errorf("key type %q is not %s or %s", keyType, KeyEd25519, KeyECDSAP256)
+}
+
 // Key file names GenerateKey writes in its directory.
 const (
 	KeyFile    = "toolgate.key"
@@ -44,14 +53,17 @@ const (
 // "ENCRYPTED SIGSTORE PRIVATE KEY") and toolgate.pub (PKIX PEM). It never
 // overwrites an existing key.
 func GenerateKey(dir, keyType, passphrase string) (keyPath, pubPath string, err error) {
+	if keyType == "" {
+		keyType = DefaultKeyType
+	}
+	if err := CheckKeyType(keyType); err != nil {
+		return "", "", fmt.Errorf("audit: %w", err)
+	}
 	var priv crypto.Signer
-	switch keyType {
-	case "", KeyEd25519:
+	if keyType == KeyEd25519 {
 		_, priv, err = ed25519.GenerateKey(rand.Reader)
-	case KeyECDSAP256:
+	} else {
 		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	default:
-		return "", "", fmt.Errorf("audit: key type %q: want %s or %s", keyType, KeyEd25519, KeyECDSAP256)
 	}
 	if err != nil {
 		return "", "", fmt.Errorf("audit: generate key: %w", err)

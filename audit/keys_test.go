@@ -74,3 +74,11 @@ func TestKeys(t *testing.T) {
 		t.Errorf("default key: %T, want ed25519.PublicKey", pub)
 	}
 }
+
+func TestCheckKeyType(t *testing.T) {
+	for kt, ok := range map[string]bool{KeyEd25519: true, KeyECDSAP256: true, "": false, "rsa": false, "ED25519": false} {
+		if err := CheckKeyType(kt); (err == nil) != ok {
+			t.Errorf("CheckKeyType(%q) = %v", kt, err)
+		}
+	}
+}

@@ -91,8 +91,8 @@ func run(args []string, out io.Writer) error {
 	if o.duration <= 0 || o.duration > time.Minute {
 		return errors.New("-duration: between 0 and 60s")
 	}
-	if o.keyType != audit.KeyEd25519 && o.keyType != audit.KeyECDSAP256 {
-		return fmt.Errorf("-key-type: %q is not %s or %s", o.keyType, audit.KeyEd25519, audit.KeyECDSAP256)
+	if err := audit.CheckKeyType(o.keyType); err != nil {
+		return fmt.Errorf("-key-type: %w", err)
 	}
 	var audits []bool
 	switch o.audit {

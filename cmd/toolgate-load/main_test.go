@@ -27,6 +27,7 @@ func TestLoadFlags(t *testing.T) {
 		{"-clients", "x"},
 		{"-duration", "2m"},
 		{"-audit", "maybe"},
+		{"-key-type", "rsa"},
 	} {
 		if err := run(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("%v: no error", args)

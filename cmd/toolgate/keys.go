@@ -28,8 +28,8 @@ func newKeysGenerateCmd() *cobra.Command {
 			if out == "" {
 				return usageError("--out DIR is required")
 			}
-			if keyType != audit.KeyEd25519 && keyType != audit.KeyECDSAP256 {
-				return usageError("--type: %q is not %s or %s", keyType, audit.KeyEd25519, audit.KeyECDSAP256)
+			if err := audit.CheckKeyType(keyType); err != nil {
+				return usageError("--type: %v", err)
 			}
 			var pass string
 			if passEnv != "" {
