@@ -24,10 +24,7 @@ func Migrate(ctx context.Context, db *sql.DB, component string, migrations []str
 		return errors.New("migrate: empty component name")
 	}
 	err := groupcommit.Immediate(ctx, db, func(conn *sql.Conn) error {
-		if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-			component  TEXT PRIMARY KEY,
-			version    INTEGER NOT NULL,
-			applied_at INTEGER NOT NULL)`); err != nil {
+		if _, err := conn.ExecContext(ctx, sqlSchemaMigrations); err != nil {
 			return err
 		}
 		var version int
@@ -59,6 +56,12 @@ func Migrate(ctx context.Context, db *sql.DB, component string, migrations []str
 	}
 	return nil
 }
+
+// sqlSchemaMigrations creates the table of each component's version.
+const sqlSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
+	component  TEXT PRIMARY KEY,
+	version    INTEGER NOT NULL,
+	applied_at INTEGER NOT NULL)`
 
 // migrations are state's own tables. Times are Unix nanoseconds (UTC); days
 // are UTC calendar days "YYYY-MM-DD".

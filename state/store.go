@@ -180,7 +180,7 @@ func (s *Store) probe(ctx context.Context) error {
 	}
 	return s.write(ctx, "open", func(ctx context.Context, tx *Tx) error {
 		// An empty write transaction still takes the write lock.
-		_, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS schema_migrations (component TEXT PRIMARY KEY, version INTEGER NOT NULL, applied_at INTEGER NOT NULL)")
+		_, err := tx.ExecContext(ctx, sqlSchemaMigrations)
 		return err
 	})
 }

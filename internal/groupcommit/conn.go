@@ -159,7 +159,7 @@ func Immediate(ctx context.Context, db *sql.DB, fn func(*sql.Conn) error) error 
 			return
 		}
 		if _, err := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); stuckInTransaction(err) {
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			discard(conn)
 		}
 	}()
 	if err := fn(conn); err != nil {
@@ -179,6 +179,10 @@ func stuckInTransaction(err error) bool {
 	return err != nil && !strings.Contains(err.Error(), "no transaction is active")
 }
 
+// discard marks conn broken, so that its Close closes it instead of
+// returning it to the pool.
+func discard(conn *sql.Conn) { _ = conn.Raw(func(any) error { return driver.ErrBadConn }) }
+
 // drop gives the connection up as broken: the next Begin takes another.
 func (c *Conn) drop() { c.release(true) }
 
@@ -196,7 +200,7 @@ func (c *Conn) release(bad bool) error {
 		st.Close()
 	}
 	if bad {
-		_ = c.conn.Raw(func(any) error { return driver.ErrBadConn })
+		discard(c.conn)
 	}
 	err := c.conn.Close()
 	c.conn, c.stmts = nil, nil
