@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -27,6 +28,10 @@ import (
 //	"path_scopes"         category → scope of its path arguments (read_path, write_path...)
 //	"outbound_categories" categories whose arguments leave the host
 //	"query_categories"    categories whose every string argument is a database query
+//	"task_categories"     categories whose every string argument instructs another
+//	                      agent (a sub-agent's task or prompt)
+//	"script_suffixes"     file names a write tool's call writes a shell script to
+//	                      (".sh", ".ps1"...); content starting with "#!" is one too
 //	"action_verbs"        verbs a tool's name may carry (RequestedActions)
 //	"generic_verbs"       words of a tool's name that stand for every action verb
 //
@@ -42,7 +47,10 @@ import (
 //	                     path arguments in their category's path scope, and also as
 //	                     "read_path" when that scope is another; every argument of an
 //	                     outbound category (scope "outbound"); every string
-//	                     argument of a query category (scope "query")
+//	                     argument of a query category (scope "query") or of a
+//	                     task category (scope "task"); and, when a write tool
+//	                     writes a shell script, its other string arguments
+//	                     as commands (a script written is a command deferred)
 //	"pattern_hits"       pattern matches over the argument and untrusted texts
 //	"encoded"            toolgate.decode over the same texts
 //	"decoded_hits"       pattern matches over what they decode to
@@ -97,7 +105,15 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	if err != nil {
 		return nil, err
 	}
-	isCommand, isOutbound, isQuery := contains(commandCats, category), contains(outboundCats, category), contains(queryCats, category)
+	taskCats, err := stringsIn(opts, "task_categories", false)
+	if err != nil {
+		return nil, err
+	}
+	scriptSuffixes, err := stringsIn(opts, "script_suffixes", true)
+	if err != nil {
+		return nil, err
+	}
+	isCommand, isOutbound, isQuery, isTask := contains(commandCats, category), contains(outboundCats, category), contains(queryCats, category), contains(taskCats, category)
 	pathScope, hasPathScope := "", false
 	if ps, ok := getPath(opts, "path_scopes").(ast.Object); ok {
 		if t := ps.Get(ast.StringTerm(category)); t != nil {
@@ -152,12 +168,24 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		})
 		return found
 	}
+	addCommand := func(a argText) {
+		add("command", a.where, a.text)
+		for _, c := range shell.Normalize(a.text) {
+			add("command", a.where, c)
+		}
+	}
+	writesScript := pathScope == "write_path" && slices.ContainsFunc(args, func(a argText) bool {
+		if isPath(a.key) {
+			lt := strings.ToLower(a.text)
+			found := false
+			eachString(scriptSuffixes, func(s string) { found = found || strings.HasSuffix(lt, s) })
+			return found
+		}
+		return strings.HasPrefix(a.text, "#!")
+	})
 	for _, a := range args {
-		if isCommand {
-			add("command", a.where, a.text)
-			for _, c := range shell.Normalize(a.text) {
-				add("command", a.where, c)
-			}
+		if isCommand || writesScript && !isPath(a.key) {
+			addCommand(a)
 		}
 		if hasPathScope && isPath(a.key) {
 			add(pathScope, a.where, a.text)
@@ -170,6 +198,9 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		}
 		if isQuery {
 			add("query", a.where, a.text)
+		}
+		if isTask {
+			add("task", a.where, a.text)
 		}
 	}
 	dangerRules, err := compiledFor(valueOf(opts, "danger"))

@@ -19,6 +19,10 @@
 #   argument, scope "outbound".
 # - category "database": every string argument (execute_sql's SQL), scope
 #   "query".
+# - category "agent" (spawn_agent, Task): every string argument, scope "task":
+#   an instruction to another agent.
+# - a write tool writing a shell script (a name in script_suffixes, or text
+#   starting with "#!"): its other string arguments, scope "command" too.
 package toolgate.tier1
 
 import rego.v1

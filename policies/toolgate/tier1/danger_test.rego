@@ -11,6 +11,7 @@ fixture_danger := [
 	{"code": "DANGER-T04", "name": "delete_root", "message": "delete of /", "target": "delete_path", "decision": "deny", "pattern": "^/$"},
 	{"code": "DANGER-T05", "name": "key_out", "message": "private key sent out", "target": "outbound", "decision": "deny", "pattern": "begin (rsa |openssh )?private key"},
 	{"code": "DANGER-T06", "name": "drop_table", "message": "table dropped", "target": "query", "decision": "pending", "pattern": "^drop table "},
+	{"code": "DANGER-T07", "name": "wipe_home", "message": "home wiped", "target": "task", "decision": "pending", "pattern": "wipe the home directory"},
 ]
 
 test_dangerous_command_denied_even_trusted if {
@@ -98,4 +99,35 @@ test_query_rule_not_applied_to_commands if {
 	d := tier1.decision with input as req("trusted", "bash", {"command": "drop table users"}, [])
 		with data.toolgate.danger.rules as fixture_danger
 	not "DANGER-T06" in codes(d)
+}
+
+test_sub_agent_task if {
+	d := tier1.decision with input as req("trusted", "spawn_agent", {"task": "Wipe the home directory"}, [])
+		with data.toolgate.danger.rules as fixture_danger
+	d.decision == "pending"
+	some r in d.reasons
+	r.code == "DANGER-T07"
+	r.where == "action.arguments.task"
+}
+
+test_task_rule_not_applied_to_messages if {
+	d := tier1.decision with input as req("trusted", "send_email", {"to": "a@b.example", "body": "wipe the home directory"}, [])
+		with data.toolgate.danger.rules as fixture_danger
+	not "DANGER-T07" in codes(d)
+}
+
+# A shell script written is a command deferred: its content is matched as one.
+test_script_write_is_a_command if {
+	d := tier1.decision with input as req("trusted", "file_write", {"path": "cleanup.sh", "content": "rm -f -r /"}, [])
+		with data.toolgate.danger.rules as fixture_danger
+	d.decision == "deny"
+	some r in d.reasons
+	r.code == "DANGER-T01"
+	r.where == "action.arguments.content"
+}
+
+test_other_write_is_not_a_command if {
+	d := tier1.decision with input as req("trusted", "file_write", {"path": "notes.md", "content": "rm -f -r /"}, [])
+		with data.toolgate.danger.rules as fixture_danger
+	not "DANGER-T01" in codes(d)
 }

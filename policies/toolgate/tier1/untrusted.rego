@@ -46,6 +46,8 @@ facts := toolgate.inspect(input, {
 	"path_scopes": {"read": "read_path", "search": "read_path", "write": "write_path", "vcs": "write_path", "delete": "delete_path"},
 	"outbound_categories": {"network", "exfil", "communication"},
 	"query_categories": {"database"},
+	"task_categories": {"agent"},
+	"script_suffixes": {".sh", ".bash", ".zsh", ".ksh", ".fish", ".command", ".ps1", ".psm1", ".bat", ".cmd"},
 	"action_verbs": {
 		"activate", "approve", "archive", "assign", "ban", "book", "buy", "cancel", "deactivate",
 		"delete", "deposit", "destroy", "disable", "download", "drop", "enable", "erase", "forward",
