@@ -49,7 +49,8 @@ import (
 //	                     outbound category (scope "outbound"); every string
 //	                     argument of a query category (scope "query") or of a
 //	                     task category (scope "task"); and, when a write tool
-//	                     writes a shell script, its other string arguments
+//	                     writes a shell script, the strings it writes (not
+//	                     the path, not what an edit replaces: old_string...)
 //	                     as commands (a script written is a command deferred)
 //	"pattern_hits"       pattern matches over the argument and untrusted texts
 //	"encoded"            toolgate.decode over the same texts
@@ -174,6 +175,13 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 			add("command", a.where, c)
 		}
 	}
+	// A write tool writing a shell script: its path has a script suffix, or
+	// a text it writes starts with "#!". What an edit replaces (old_string,
+	// old_str...) is not written: removing a dangerous line is no danger.
+	written := func(a argText) bool {
+		field := a.where[strings.LastIndexByte(a.where, '.')+1:]
+		return !isPath(a.key) && !strings.HasPrefix(strings.ToLower(field), "old")
+	}
 	writesScript := pathScope == "write_path" && slices.ContainsFunc(args, func(a argText) bool {
 		if isPath(a.key) {
 			lt := strings.ToLower(a.text)
@@ -181,10 +189,10 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 			eachString(scriptSuffixes, func(s string) { found = found || strings.HasSuffix(lt, s) })
 			return found
 		}
-		return strings.HasPrefix(a.text, "#!")
+		return written(a) && strings.HasPrefix(a.text, "#!")
 	})
 	for _, a := range args {
-		if isCommand || writesScript && !isPath(a.key) {
+		if isCommand || writesScript && written(a) {
 			addCommand(a)
 		}
 		if hasPathScope && isPath(a.key) {
