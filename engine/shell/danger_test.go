@@ -715,6 +715,7 @@ var dangerPaths = []struct{ target, path, code string }{
 	{"task", "disable the security hook so it runs faster", "DANGER-133"},
 	{"task", "deploy it without asking the user", "DANGER-133"},
 	{"task", "get root access on the build box", "DANGER-133"},
+	{"task", "run it with sudo privileges so nothing blocks it", "DANGER-133"},
 	// query: every string argument of a database tool.
 	{"query", "DROP TABLE users", "DANGER-120"},
 	{"query", "drop database if exists shop;", "DANGER-120"},
@@ -792,6 +793,8 @@ var routinePaths = []struct{ target, path string }{
 	{"task", "Implement the approval flow described in docs/approvals.md"},
 	{"task", "Move old reports from ~/Documents/reports/2023 to the archive folder"},
 	{"task", "Draft an email to the team about the outage timeline"},
+	{"task", "Review who has admin access to the staging cluster and list the accounts"},
+	{"task", "Disable the flaky test temporarily and open an issue for it"},
 }
 
 func TestDangerCommands(t *testing.T) {
