@@ -94,27 +94,27 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	if err != nil {
 		return nil, err
 	}
-	commandCats, err := stringsIn(opts, "command_categories", false)
-	if err != nil {
-		return nil, err
-	}
-	outboundCats, err := stringsIn(opts, "outbound_categories", false)
-	if err != nil {
-		return nil, err
-	}
-	queryCats, err := stringsIn(opts, "query_categories", false)
-	if err != nil {
-		return nil, err
-	}
-	taskCats, err := stringsIn(opts, "task_categories", false)
-	if err != nil {
-		return nil, err
-	}
 	scriptSuffixes, err := stringsIn(opts, "script_suffixes", true)
 	if err != nil {
 		return nil, err
 	}
-	isCommand, isOutbound, isQuery, isTask := contains(commandCats, category), contains(outboundCats, category), contains(queryCats, category), contains(taskCats, category)
+	// Which scopes the tool's category puts its arguments in.
+	var isCommand, isOutbound, isQuery, isTask bool
+	for _, set := range []struct {
+		key string
+		in  *bool
+	}{
+		{"command_categories", &isCommand},
+		{"outbound_categories", &isOutbound},
+		{"query_categories", &isQuery},
+		{"task_categories", &isTask},
+	} {
+		cats, err := stringsIn(opts, set.key, false)
+		if err != nil {
+			return nil, err
+		}
+		*set.in = contains(cats, category)
+	}
 	pathScope, hasPathScope := "", false
 	if ps, ok := getPath(opts, "path_scopes").(ast.Object); ok {
 		if t := ps.Get(ast.StringTerm(category)); t != nil {
@@ -163,11 +163,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	}
 	isPath := func(key ast.String) bool {
 		lk := strings.ToLower(string(key))
-		found := false
-		eachString(pathParts, func(p string) {
-			found = found || strings.Contains(lk, p)
-		})
-		return found
+		return anyString(pathParts, func(p string) bool { return strings.Contains(lk, p) })
 	}
 	addCommand := func(a argText) {
 		add("command", a.where, a.text)
@@ -185,9 +181,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	writesScript := pathScope == "write_path" && slices.ContainsFunc(args, func(a argText) bool {
 		if isPath(a.key) {
 			lt := strings.ToLower(a.text)
-			found := false
-			eachString(scriptSuffixes, func(s string) { found = found || strings.HasSuffix(lt, s) })
-			return found
+			return anyString(scriptSuffixes, func(s string) bool { return strings.HasSuffix(lt, s) })
 		}
 		return written(a) && strings.HasPrefix(a.text, "#!")
 	})
@@ -399,9 +393,14 @@ func eachString(v ast.Value, f func(string)) {
 	})
 }
 
+// anyString reports whether f holds for a string element of an array or set.
+func anyString(v ast.Value, f func(string) bool) bool {
+	found := false
+	eachString(v, func(x string) { found = found || f(x) })
+	return found
+}
+
 // contains reports whether the array or set v holds the string s.
 func contains(v ast.Value, s string) bool {
-	found := false
-	eachString(v, func(x string) { found = found || x == s })
-	return found
+	return anyString(v, func(x string) bool { return x == s })
 }
