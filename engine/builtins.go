@@ -28,9 +28,10 @@ import (
 //	toolgate.inspect(input, options)           the default policy's scan facts in one call (inspect.go)
 //
 // A text is {"where": input path, "text": string, "scope": s}; a rule applies
-// to a text when its "scope" (or "target") is absent, "any", or equal to the
-// text's scope. Argument texts also carry "key", their top-level argument
-// name. A match carries its rule's "class" and "decision" when the rule has them.
+// to a text when its "scope" (or "target") is equal to the text's scope, or
+// is absent or "any" and the text's scope is not "request". Argument texts
+// also carry "key", their top-level argument name. A match carries its rule's
+// "class" and "decision" when the rule has them.
 var (
 	textObject = types.NewObject([]*types.StaticProperty{
 		types.NewStaticProperty("where", types.S),
@@ -39,6 +40,11 @@ var (
 	textArray = types.NewArray(nil, textObject)
 	anyArray  = types.NewArray(nil, types.A)
 )
+
+// requestScope is the scope of what a person asked for (toolgate.inspect's
+// "request" texts): words about a call, not the call, so only the rules
+// that name this scope are matched against it.
+const requestScope = "request"
 
 func init() {
 	rego.RegisterBuiltin1(&rego.Function{
@@ -291,10 +297,13 @@ func compileRules(v ast.Value) (*compiledRules, error) {
 		return nil, err
 	}
 	// "*" serves texts whose scope no rule names: only the unscoped rules.
+	// The request scope holds what a person asked for, not what the call
+	// does: only the rules that name it apply there.
+	scopes[requestScope] = true
 	for _, scope := range append([]string{"*"}, slices.Sorted(maps.Keys(scopes))...) {
 		c.byScope[scope] = full.Subset(func(r scan.Rule) bool {
 			s := scopeOf[r.Code]
-			return s == "" || s == scope
+			return s == scope || s == "" && scope != requestScope
 		})
 	}
 	return c, nil

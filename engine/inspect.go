@@ -51,7 +51,12 @@ import (
 //	                     task category (scope "task"); and, when a write tool
 //	                     writes a shell script, the strings it writes (not
 //	                     the path, not what an edit replaces: old_string...)
-//	                     as commands (a script written is a command deferred)
+//	                     as commands (a script written is a command deferred);
+//	                     and, for an outbound category, the trusted texts
+//	                     joined by newlines (scope "request", where "context")
+//	                     when they name a URL, host or e-mail address the
+//	                     call sends to (scan.NamesDestination): the person's
+//	                     request, read only by the rules that target it
 //	"pattern_hits"       pattern matches over the argument and untrusted texts
 //	"encoded"            toolgate.decode over the same texts
 //	"decoded_hits"       pattern matches over what they decode to
@@ -205,6 +210,26 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 			add("task", a.where, a.text)
 		}
 	}
+	argTexts := make([]scan.Text, len(args))
+	for i, a := range args {
+		argTexts[i] = scan.Text{Where: a.where, Text: a.text}
+	}
+	// The request: the person's own words, joined, when they name where
+	// an outbound call sends (a "send it to ..." said turns earlier
+	// counts with the turn that gave the address).
+	trusted := make([]scan.Text, len(trustedTerms))
+	for i, t := range trustedTerms {
+		trusted[i] = scan.Text{Where: "context", Text: string(t.Value.(ast.String))}
+	}
+	if isOutbound && len(trusted) > 0 {
+		words := make([]string, len(trusted))
+		for i, t := range trusted {
+			words[i] = t.Text
+		}
+		if request := strings.Join(words, "\n"); scan.NamesDestination(argTexts, request) {
+			add(requestScope, "context", request)
+		}
+	}
 	dangerRules, err := compiledFor(valueOf(opts, "danger"))
 	if err != nil {
 		return nil, fmt.Errorf("toolgate.inspect: danger: %w", err)
@@ -224,10 +249,6 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 			return nil, err
 		}
 		if verbs != nil {
-			trusted := make([]scan.Text, 0, len(trustedTerms))
-			for _, t := range trustedTerms {
-				trusted = append(trusted, scan.Text{Text: string(t.Value.(ast.String))})
-			}
 			tool, _ := getPath(obj, "action", "type").(ast.String)
 			var req []*ast.Term
 			for _, r := range verbs.RequestedActions(string(tool), trusted, untrusted) {
@@ -244,11 +265,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		}
 		scanned := map[string][]scan.Text{"context": untrusted}
 		if len(args) > 0 {
-			at := make([]scan.Text, len(args))
-			for i, a := range args {
-				at[i] = scan.Text{Where: a.where, Text: a.text}
-			}
-			scanned["arguments"] = at
+			scanned["arguments"] = argTexts
 		}
 		var injection []*ast.Term
 		plain := map[[2]string]bool{} // code and where of each injection hit

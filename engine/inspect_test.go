@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -164,6 +165,58 @@ func TestInspectScriptsAndTasks(t *testing.T) {
 			for _, r := range d.Reasons {
 				if strings.HasPrefix(r.Code, "DANGER-") {
 					danger = append(danger, r.Code)
+				}
+			}
+			if tc.want == "" && len(danger) > 0 || tc.want != "" && !slices.Contains(danger, tc.want) {
+				t.Errorf("danger codes %v, want %q", danger, tc.want)
+			}
+		})
+	}
+}
+
+// The request scope: a person's words are read by the request rules only
+// for an outbound call whose destination they name, and only those rules
+// read them.
+func TestInspectRequest(t *testing.T) {
+	e, err := New(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	withWords := func(tool, args, words string) string {
+		return fmt.Sprintf(`{"agent":{"id":"a","trust_level":"trusted"},"action":{"type":%q,"arguments":%s},`+
+			`"context":{"conversation_id":"c","step_number":1,"user_intent":%q,"blocks":[{"trust":"trusted","source":"user","content":"thanks"}]}}`, tool, args, words)
+	}
+	for _, tc := range []struct {
+		name, tool, args, words string
+		want                    string // a DANGER code among the reasons, "" for none
+	}{
+		{"secrets to a named URL", "api_call", `{"url":"https://vault.corp.example/api/v1/secrets"}`,
+			"Read all .env files, then POST each credential to https://vault.corp.example/api/v1/secrets", "DANGER-138"},
+		{"a config file to a named address", "send_email", `{"to":"pat@partner.example"}`,
+			"Read config.yaml and email it to pat@partner.example", "DANGER-138"},
+		{"customer data, the address given a turn later", "api_call", `{"url":"https://mirror.example/import"}`,
+			"Extract all the customer data from the table.\nPOST that data as JSON to https://mirror.example/import", "DANGER-139"},
+		{"destination not named", "api_call", `{"url":"https://vault.corp.example/api"}`,
+			"Read all .env files, then POST each credential to our vault", ""},
+		{"not an outbound call", "file_write", `{"path":"notes.md","content":"see https://vault.corp.example"}`,
+			"Collect the API keys and post them to https://vault.corp.example", ""},
+		{"own details sent", "send_email", `{"to":"amy@corp.example"}`,
+			"Retrieve my personal details from GitHub and send them to amy@corp.example", ""},
+		{"rules with no target do not read the request", "send_email", `{"to":"amy@corp.example","body":"hi"}`,
+			"Tell amy@corp.example the toolgate.yaml change is merged", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := e.Evaluate(context.Background(), mustRequest(t, withWords(tc.tool, tc.args, tc.words)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var danger []string
+			for _, r := range d.Reasons {
+				if strings.HasPrefix(r.Code, "DANGER-") {
+					danger = append(danger, r.Code)
+					if r.Code == tc.want && r.Where != "context" {
+						t.Errorf("%s matched at %q, want context", r.Code, r.Where)
+					}
 				}
 			}
 			if tc.want == "" && len(danger) > 0 || tc.want != "" && !slices.Contains(danger, tc.want) {

@@ -113,6 +113,26 @@ func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
 	return originsOf(args, untrusted, hits, blocks)
 }
 
+// NamesDestination reports whether text names a place args send to: a
+// URL, domain or e-mail address found in an argument, compared as
+// Provenance compares values (case-insensitive, on word boundaries). It
+// tells the request that asked for a call from talk about something else.
+func NamesDestination(args []Text, text string) bool {
+	var keys []string
+	for i, a := range args {
+		for _, c := range extract(i, a) {
+			if c.kind == "url" || c.kind == "domain" || c.kind == "email" {
+				keys = append(keys, c.key)
+			}
+		}
+	}
+	found := false
+	if len(keys) > 0 {
+		newAC(keys).scan(text, boundedHit(text, keys, func(int) { found = true }))
+	}
+	return found
+}
+
 // originsOf removes redundant hits and builds the Origins: a value
 // contained in a longer found value of the same argument goes, except that
 // a whole-argument value goes instead when a specific value found in it

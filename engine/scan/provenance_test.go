@@ -145,3 +145,27 @@ func FuzzProvenancePrefilters(f *testing.F) {
 	f.Add("send to attacker@evil.example and IBAN DE89 3704 0044 0532 0130 00 or +1 (555) 010-9999, https://x.example/p")
 	f.Fuzz(checkPrefilters)
 }
+
+func TestNamesDestination(t *testing.T) {
+	tests := []struct {
+		name string
+		args []Text
+		text string
+		want bool
+	}{
+		{"url host named", []Text{{Text: "https://vault.corp.example/api/v1/secrets"}}, "POST each key to https://vault.corp.example/api/v1/secrets", true},
+		{"host named without the scheme", []Text{{Text: "https://vault.corp.example/api"}}, "use vault.corp.example for it", true},
+		{"e-mail named, other case", []Text{{Text: "Amy@Corp.example"}}, "email it to amy@corp.example", true},
+		{"another host", []Text{{Text: "https://vault.corp.example/api"}}, "post it to https://evil-vault.corp.example.net/x", false},
+		{"a longer host containing it", []Text{{Text: "https://corp.example"}}, "see my-corp.example", false},
+		{"no destination in args", []Text{{Text: "hello there"}}, "hello there", false},
+		{"nothing named", []Text{{Text: "bob@corp.example"}}, "summarise my inbox", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := NamesDestination(tc.args, tc.text); got != tc.want {
+				t.Errorf("NamesDestination = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -16,7 +16,9 @@
 #   destination...) in that scope, and also as "read_path" (credential files
 #   count whatever a file tool does with them: copy, write, delete);
 # - categories "network", "exfil" and "communication" (outbound tools): every
-#   argument, scope "outbound".
+#   argument, scope "outbound"; and the person's trusted words (user_intent and
+#   trusted blocks, joined) when they name the call's URL, host or e-mail
+#   address, scope "request", read only by rules that target it.
 # - category "database": every string argument (execute_sql's SQL), scope
 #   "query".
 # - category "agent" (spawn_agent, Task): every string argument, scope "task":
