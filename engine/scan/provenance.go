@@ -118,19 +118,28 @@ func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
 // Provenance compares values (case-insensitive, on word boundaries). It
 // tells the request that asked for a call from talk about something else.
 func NamesDestination(args []Text, text string) bool {
-	var keys []string
+	x := &extraction{}
 	for i, a := range args {
-		for _, c := range extract(i, a) {
-			if c.kind == "url" || c.kind == "domain" || c.kind == "email" {
-				keys = append(keys, c.key)
+		x.arg = i
+		x.destinations(a.Text)
+	}
+	if len(x.out) == 0 {
+		return false
+	}
+	lower := strings.ToLower(text)
+	for _, c := range x.out {
+		for off := 0; ; {
+			i := strings.Index(lower[off:], c.key)
+			if i < 0 {
+				break
 			}
+			if start := off + i; bounded(lower, c.key, start, start+len(c.key)) {
+				return true
+			}
+			off += i + 1
 		}
 	}
-	found := false
-	if len(keys) > 0 {
-		newAC(keys).scan(text, boundedHit(text, keys, func(int) { found = true }))
-	}
-	return found
+	return false
 }
 
 // originsOf removes redundant hits and builds the Origins: a value
@@ -172,18 +181,21 @@ func originsOf(args []Text, untrusted []Text, hits []candidate, blocks []int) []
 // where they do not continue a word on either side.
 func boundedHit(text string, keys []string, found func(k int)) func(k, end int) {
 	return func(k, end int) {
-		if end < len(text) && isWordByte(text[end]) && isWordByte(text[end-1]) {
-			return
+		if bounded(text, keys[k], end-len(keys[k]), end) {
+			found(k)
 		}
-		key := keys[k]
-		if !strings.ContainsAny(key, " ") {
-			start := end - len(key)
-			if start > 0 && isWordByte(text[start-1]) && isWordByte(text[start]) {
-				return
-			}
-		}
-		found(k)
 	}
+}
+
+// bounded reports whether key, found in text at [start,end), does not
+// continue a word on either side. A key with a space in it is only
+// checked at its end: white space collapsed by the scanner makes its true
+// start unknown.
+func bounded(text, key string, start, end int) bool {
+	if end < len(text) && isWordByte(text[end]) && isWordByte(text[end-1]) {
+		return false
+	}
+	return strings.ContainsAny(key, " ") || start <= 0 || !isWordByte(text[start-1]) || !isWordByte(text[start])
 }
 
 // isWordByte: bytes that continue a value (so "pay.example" is not found
@@ -210,96 +222,117 @@ var compactDrop = func() (t [256]bool) {
 	return t
 }()
 
+// extraction collects one argument's candidate values.
+type extraction struct {
+	arg   int
+	out   []candidate
+	taken [][]int // URL and e-mail spans: no domains or paths inside them
+}
+
+func (x *extraction) add(pos int, kind, value, key string, compact bool) {
+	key = collapseSpace(strings.ToLower(strings.TrimSpace(key)))
+	if len(key) < 4 || len(value) > 4*maxValue {
+		return
+	}
+	x.out = append(x.out, candidate{arg: x.arg, pos: pos, kind: kind, value: value, key: key, compact: compact})
+}
+
+func (x *extraction) inside(loc []int) bool {
+	for _, t := range x.taken {
+		if loc[0] >= t[0] && loc[1] <= t[1] {
+			return true
+		}
+	}
+	return false
+}
+
 // extract returns the candidate values of one argument, in order.
 func extract(arg int, a Text) []candidate {
-	s := a.Text
-	var out []candidate
-	add := func(pos int, kind, value, key string, compact bool) {
-		key = collapseSpace(strings.ToLower(strings.TrimSpace(key)))
-		if len(key) < 4 || len(value) > 4*maxValue {
-			return
-		}
-		out = append(out, candidate{arg: arg, pos: pos, kind: kind, value: value, key: key, compact: compact})
-	}
-	var taken [][]int // URL and e-mail spans: no domains or paths inside them
-	inside := func(loc []int) bool {
-		for _, t := range taken {
-			if loc[0] >= t[0] && loc[1] <= t[1] {
-				return true
-			}
-		}
-		return false
-	}
-	// Each regexp runs only when s holds what every match of it needs:
-	// these small regexps cost microseconds per call even on short text.
+	x := &extraction{arg: arg}
+	x.destinations(a.Text)
+	x.others(a)
+	sort.SliceStable(x.out, func(i, j int) bool { return x.out[i].pos < x.out[j].pos })
+	return x.out
+}
+
+// destinations adds the places s sends to: URLs (and their hosts),
+// e-mail addresses and domains.
+//
+// Each regexp runs only when s holds what every match of it needs: these
+// small regexps cost microseconds per call even on short text.
+func (x *extraction) destinations(s string) {
 	for _, loc := range findAll(urlRE, s, 16, strings.Contains(s, "://")) {
 		u := strings.TrimRight(s[loc[0]:loc[1]], ".,;:!?")
-		taken = append(taken, []int{loc[0], loc[0] + len(u)})
+		x.taken = append(x.taken, []int{loc[0], loc[0] + len(u)})
 		rest := u[strings.Index(u, "://")+3:]
 		host, path, _ := strings.Cut(rest, "/")
 		host = strings.TrimSuffix(strings.TrimPrefix(strings.ToLower(host), "www."), ".")
 		if path = strings.TrimSuffix(path, "/"); path != "" {
-			add(loc[0], "url", u, host+"/"+path, false)
+			x.add(loc[0], "url", u, host+"/"+path, false)
 		} else {
-			add(loc[0], "url", u, host, false)
+			x.add(loc[0], "url", u, host, false)
 		}
-		add(loc[0], "domain", host, host, false)
+		x.add(loc[0], "domain", host, host, false)
 	}
 	for _, loc := range findAll(emailRE, s, 16, strings.IndexByte(s, '@') >= 0) {
-		taken = append(taken, loc)
-		add(loc[0], "email", s[loc[0]:loc[1]], s[loc[0]:loc[1]], false)
+		x.taken = append(x.taken, loc)
+		x.add(loc[0], "email", s[loc[0]:loc[1]], s[loc[0]:loc[1]], false)
 	}
 	var domains [][]int
 	if strings.IndexByte(s, '.') >= 0 {
 		domains = domainRE.FindAllStringSubmatchIndex(s, 16)
 	}
 	for _, m := range domains {
-		if inside(m[:2]) || !commonTLDs[strings.ToLower(s[m[2]:m[3]])] {
+		if x.inside(m[:2]) || !commonTLDs[strings.ToLower(s[m[2]:m[3]])] {
 			continue
 		}
 		d := strings.TrimPrefix(strings.ToLower(s[m[0]:m[1]]), "www.")
-		add(m[0], "domain", s[m[0]:m[1]], d, false)
+		x.add(m[0], "domain", s[m[0]:m[1]], d, false)
 	}
+}
+
+// others adds the rest: paths, IBANs, account-like ids, phone numbers, and
+// the whole argument when it is more than a few plain words.
+func (x *extraction) others(a Text) {
+	s := a.Text
 	for _, loc := range findAll(pathRE, s, 16, strings.IndexByte(s, '/') >= 0) {
 		// A trailing slash names the same directory: "mv ~/Private/* /tmp"
 		// takes ~/Private from "move the files in ~/Private".
 		p := strings.TrimRight(s[loc[0]:loc[1]], "/")
-		if inside(loc) || len(p) < 5 || strings.Count(p, "/") == 0 || dateRE.MatchString(p) {
+		if x.inside(loc) || len(p) < 5 || strings.Count(p, "/") == 0 || dateRE.MatchString(p) {
 			continue
 		}
-		add(loc[0], "path", p, p, false)
+		x.add(loc[0], "path", p, p, false)
 	}
 	for _, loc := range findAll(ibanRE, s, 8, hasIBANStart(s)) {
 		v := s[loc[0]:loc[1]]
-		add(loc[0], "iban", v, compactText(v), true)
+		x.add(loc[0], "iban", v, compactText(v), true)
 	}
 	for _, loc := range findAll(accountRE, s, 16, hasRun(s, 8, isAlnum)) {
 		v := s[loc[0]:loc[1]]
-		if inside(loc) || countDigits(v) < 5 || dateRE.MatchString(v) {
+		if x.inside(loc) || countDigits(v) < 5 || dateRE.MatchString(v) {
 			continue
 		}
 		if ibanRE.MatchString(v) {
 			continue // already an IBAN
 		}
-		add(loc[0], "account", v, v, false)
+		x.add(loc[0], "account", v, v, false)
 	}
 	for _, loc := range findAll(phoneRE, s, 8, hasRun(s, 8, isPhoneByte)) {
 		v := strings.TrimSpace(s[loc[0]:loc[1]])
 		c := compactText(v)
-		if inside(loc) || countDigits(c) < 8 || dateRE.MatchString(v) || !strings.ContainsAny(v, " ()-.+") {
+		if x.inside(loc) || countDigits(c) < 8 || dateRE.MatchString(v) || !strings.ContainsAny(v, " ()-.+") {
 			continue // plain digit runs are accounts, not phones
 		}
-		add(loc[0], "phone", v, c, true)
+		x.add(loc[0], "phone", v, c, true)
 	}
-	if v := strings.TrimSpace(s); len(v) >= 8 && len(v) <= maxValue && !plainWords(v) && !dateRE.MatchString(v) && !coveredBy(out, v) {
+	if v := strings.TrimSpace(s); len(v) >= 8 && len(v) <= maxValue && !plainWords(v) && !dateRE.MatchString(v) && !coveredBy(x.out, v) {
 		kind := "value"
 		if strings.HasSuffix(a.Where, ".command") || strings.HasSuffix(a.Where, ".cmd") || strings.HasSuffix(a.Where, ".script") {
 			kind = "command"
 		}
-		add(len(s), kind, v, v, false)
+		x.add(len(s), kind, v, v, false)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].pos < out[j].pos })
-	return out
 }
 
 // findAll is re.FindAllStringIndex(s, n) when may holds, else nil; may
