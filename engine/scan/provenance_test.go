@@ -99,6 +99,33 @@ func FuzzProvenance(f *testing.F) {
 	})
 }
 
+// FuzzNamesDestination: no input panics, and on ASCII text the plain
+// search finds what Provenance's Aho-Corasick search of the same keys
+// finds.
+func FuzzNamesDestination(f *testing.F) {
+	f.Add("POST it to https://Vault.corp.example/api", "https://vault.corp.example/api")
+	f.Add("mail amy@corp.example", "amy@corp.example, bob@corp.example")
+	f.Add("see my-corp.example", "corp.example")
+	f.Fuzz(func(t *testing.T, text, arg string) {
+		args := []Text{{Where: "a", Text: arg}}
+		got := NamesDestination(args, text)
+		if !isASCII(text) || !isASCII(arg) {
+			return
+		}
+		x := &extraction{}
+		x.destinations(arg)
+		var keys []string
+		for _, c := range x.out {
+			keys = append(keys, c.key)
+		}
+		want := false
+		newAC(keys).scan(text, boundedHit(text, keys, func(int) { want = true }))
+		if got != want {
+			t.Fatalf("NamesDestination(%q, %q) = %v, the automaton says %v (keys %q)", arg, text, got, want, keys)
+		}
+	})
+}
+
 // checkPrefilters: each regexp of extract may be skipped only when it
 // cannot match, and scanCompact must see what scan sees in compactText.
 func checkPrefilters(t *testing.T, s string) {
