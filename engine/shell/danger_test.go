@@ -156,6 +156,15 @@ func nestedUnbounded(re *syntax.Regexp, inside bool) bool {
 
 // dangerCommands must each match the given code (other codes may match too).
 var dangerCommands = []struct{ cmd, code string }{
+	// staging credentials where others can read them
+	{"cp /etc/passwd /tmp/passwd_backup && chmod 644 /tmp/passwd_backup", "DANGER-033"},
+	{"sudo cp -p /etc/shadow /var/www/html/s.txt", "DANGER-033"},
+	{"cat /etc/sudoers > /tmp/x", "DANGER-033"},
+	{"rsync -a ~/.ssh/ /dev/shm/k/", "DANGER-033"},
+	// deserialising a pickle runs code
+	{"python3 -c \"import pickle; pickle.load(open('/tmp/model.pkl', 'rb'))\"", "DANGER-025"},
+	{"python -c 'import joblib; m = joblib.load(\"m.joblib\")'", "DANGER-025"},
+	{"python3 gen.py  # class P: def __reduce__(self): return (os.system, ('id',))", "DANGER-025"},
 	// destructive deletes, every spelling
 	{"rm -rf /", "DANGER-001"},
 	{"r''m -r -f /", "DANGER-001"},
@@ -435,6 +444,9 @@ while True: os.fork()"`, "DANGER-125"},
 var routineCommands = []string{
 	`python3 -c "import json; print(json.load(open('a.json')))"`,
 	"pip install pickleshare",
+	"cp /etc/hosts /tmp/hosts.bak",
+	"cp ~/.ssh/config.example ~/projects/app/docs/",
+	"cp /tmp/passwd-policy.md docs/",
 	"python3 train.py --resume checkpoints/last.pt",
 	"cp -r template/ ~/projects/new-service/",
 	"rm ~/.ssh/known_hosts.old",
@@ -728,9 +740,6 @@ var dangerPaths = []struct{ target, path, code string }{
 	{"query", "TRUNCATE TABLE audit_events", "DANGER-120"},
 	{"query", "db.users.deleteMany({})", "DANGER-120"},
 	{"query", "db.dropDatabase()", "DANGER-120"},
-	{"command", "python3 -c \"import pickle; pickle.load(open('/tmp/model.pkl', 'rb'))\"", "DANGER-025"},
-	{"command", "python -c 'import joblib; m = joblib.load(\"m.joblib\")'", "DANGER-025"},
-	{"command", "python3 gen.py  # class P: def __reduce__(self): return (os.system, ('id',))", "DANGER-025"},
 	{"read_path", "~/.config/app/auth.token", "DANGER-080"},
 	{"read_path", "deploy/credentials.json", "DANGER-080"},
 	{"read_path", "keys/service-account-prod.json", "DANGER-080"},
