@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	"github.com/toolgate/toolgate/engine/scan"
+	"github.com/toolgate/toolgate/schema"
 )
 
 // toolgate.inspect agrees with the single-purpose builtins it gathers.
@@ -161,17 +161,29 @@ func TestInspectScriptsAndTasks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var danger []string
-			for _, r := range d.Reasons {
-				if strings.HasPrefix(r.Code, "DANGER-") {
-					danger = append(danger, r.Code)
-				}
-			}
-			if tc.want == "" && len(danger) > 0 || tc.want != "" && !slices.Contains(danger, tc.want) {
-				t.Errorf("danger codes %v, want %q", danger, tc.want)
-			}
+			wantDanger(t, d, tc.want)
 		})
 	}
+}
+
+// wantDanger fails t unless d's DANGER reasons are none (want "") or
+// include want, and returns the reason with code want, if any.
+func wantDanger(t *testing.T, d schema.Decision, want string) *schema.Reason {
+	t.Helper()
+	var codes []string
+	var found *schema.Reason
+	for i, r := range d.Reasons {
+		if strings.HasPrefix(r.Code, "DANGER-") {
+			codes = append(codes, r.Code)
+			if r.Code == want && found == nil {
+				found = &d.Reasons[i]
+			}
+		}
+	}
+	if want == "" && len(codes) > 0 || want != "" && found == nil {
+		t.Errorf("danger codes %v, want %q", codes, want)
+	}
+	return found
 }
 
 // The request scope: a person's words are read by the request rules only
@@ -210,17 +222,8 @@ func TestInspectRequest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var danger []string
-			for _, r := range d.Reasons {
-				if strings.HasPrefix(r.Code, "DANGER-") {
-					danger = append(danger, r.Code)
-					if r.Code == tc.want && r.Where != "context" {
-						t.Errorf("%s matched at %q, want context", r.Code, r.Where)
-					}
-				}
-			}
-			if tc.want == "" && len(danger) > 0 || tc.want != "" && !slices.Contains(danger, tc.want) {
-				t.Errorf("danger codes %v, want %q", danger, tc.want)
+			if r := wantDanger(t, d, tc.want); r != nil && r.Where != "context" {
+				t.Errorf("%s matched at %q, want context", r.Code, r.Where)
 			}
 		})
 	}
