@@ -120,7 +120,7 @@ func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
 func NamesDestination(args []Text, text string) bool {
 	x := &extraction{}
 	for i, a := range args {
-		x.arg = i
+		x.arg, x.taken = i, nil // spans are offsets in this argument
 		x.destinations(a.Text)
 	}
 	if len(x.out) == 0 {

@@ -186,6 +186,7 @@ func TestNamesDestination(t *testing.T) {
 		{"another host", []Text{{Text: "https://vault.corp.example/api"}}, "post it to https://evil-vault.corp.example.net/x", false},
 		{"a longer host containing it", []Text{{Text: "https://corp.example"}}, "see my-corp.example", false},
 		{"no destination in args", []Text{{Text: "hello there"}}, "hello there", false},
+		{"a domain where another argument has a URL", []Text{{Text: "https://a.example/x"}, {Text: "corp.example"}}, "send it to corp.example", true},
 		{"nothing named", []Text{{Text: "bob@corp.example"}}, "summarise my inbox", false},
 	}
 	for _, tc := range tests {
