@@ -217,15 +217,11 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	// The request: the person's own words, joined, when they name where
 	// an outbound call sends (a "send it to ..." said turns earlier
 	// counts with the turn that gave the address).
-	trusted := make([]scan.Text, len(trustedTerms))
+	words := make([]string, len(trustedTerms))
 	for i, t := range trustedTerms {
-		trusted[i] = scan.Text{Where: "context", Text: string(t.Value.(ast.String))}
+		words[i] = string(t.Value.(ast.String))
 	}
-	if isOutbound && len(trusted) > 0 {
-		words := make([]string, len(trusted))
-		for i, t := range trusted {
-			words[i] = t.Text
-		}
+	if isOutbound && len(words) > 0 {
 		if request := strings.Join(words, "\n"); scan.NamesDestination(argTexts, request) {
 			add(requestScope, "context", request)
 		}
@@ -249,6 +245,10 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 			return nil, err
 		}
 		if verbs != nil {
+			trusted := make([]scan.Text, len(words))
+			for i, w := range words {
+				trusted[i] = scan.Text{Text: w}
+			}
 			tool, _ := getPath(obj, "action", "type").(ast.String)
 			var req []*ast.Term
 			for _, r := range verbs.RequestedActions(string(tool), trusted, untrusted) {
