@@ -222,11 +222,12 @@ var compactDrop = func() (t [256]bool) {
 	return t
 }()
 
-// extraction collects one argument's candidate values.
+// extraction collects candidate values, one argument at a time: arg and
+// taken describe the argument being read.
 type extraction struct {
 	arg   int
 	out   []candidate
-	taken [][]int // URL and e-mail spans: no domains or paths inside them
+	taken [][]int // its URL and e-mail spans: no domains or paths inside them
 }
 
 func (x *extraction) add(pos int, kind, value, key string, compact bool) {
