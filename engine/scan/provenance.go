@@ -51,11 +51,13 @@ type candidate struct {
 // untrusted text and in no trusted text, one Origin per (argument, value),
 // in argument order and then in order of appearance. Candidate values are
 // URLs (compared by host and path, without scheme or "www."), domains,
-// e-mail addresses, paths, IBANs and phone numbers (compared without
+// e-mail addresses, paths outside the working directory (absolute, home
+// or ../; see outsideProject), IBANs and phone numbers (compared without
 // spaces and separators), long account-like ids, and the whole argument
-// when it is 8 to 200 bytes and more than a few plain words. Matching is
-// case-insensitive and respects word boundaries. Every text is scanned
-// once by one Aho-Corasick automaton per comparison form.
+// when it is 8 to 200 bytes and more than a few plain words. An e-mail
+// address whose owner the trusted text names (ownerNamed) counts as given.
+// Matching is case-insensitive and respects word boundaries. Every text is
+// scanned once by one Aho-Corasick automaton per comparison form.
 func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
 	if len(untrusted) == 0 {
 		return nil
@@ -105,7 +107,7 @@ func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
 	var hits []candidate
 	var blocks []int
 	for id, c := range cands {
-		if block[id] >= 0 && !inTrusted[id] {
+		if block[id] >= 0 && !inTrusted[id] && !(c.kind == "email" && ownerNamed(c.key, trusted)) {
 			hits = append(hits, c)
 			blocks = append(blocks, block[id])
 		}
@@ -141,6 +143,55 @@ func NamesDestination(args []Text, text string) bool {
 	}
 	return false
 }
+
+// ownerNamed reports whether the trusted texts name the owner of the
+// e-mail address key: a word of its local part, three letters or more and
+// not a role (support, info, billing...), written in the trusted text as a
+// name is written, capitalised ("reply to Sarah" for
+// sarah.lindqvist@example.com, "invite Dora" for dora@example.com). The
+// person said whom to write to; the address is how the data spells it.
+func ownerNamed(key string, trusted []string) bool {
+	local, _, _ := strings.Cut(key, "@")
+	for _, w := range strings.FieldsFunc(local, func(r rune) bool { return r < 'a' || r > 'z' }) {
+		if len(w) < 3 || roleWords[w] {
+			continue
+		}
+		name := strings.ToUpper(w[:1]) + w[1:]
+		for _, t := range trusted {
+			for off := 0; ; {
+				i := strings.Index(t[off:], name)
+				if i < 0 {
+					break
+				}
+				start, end := off+i, off+i+len(name)
+				if (start == 0 || !isLetterByte(t[start-1])) && (end == len(t) || !isLetterByte(t[end])) {
+					return true
+				}
+				off = end
+			}
+		}
+	}
+	return false
+}
+
+// roleWords are local-part words that name a function, not a person:
+// "Support" or "Billing" in the person's words does not say which support
+// desk's address to trust.
+var roleWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`info support admin administrator contact contacts hello help
+		helpdesk team sales jobs job careers career mail email noreply reply office service services
+		billing security accounts account finance ops press media news newsletter marketing legal
+		compliance privacy abuse postmaster webmaster root enquiries inquiries feedback orders order
+		shop store payments payment pay invoice invoices notifications notification alerts alert bot
+		system test user users customer customers client clients partner partners vendor vendors
+		registration register submissions submit events booking bookings reservations travel hr
+		it dev devops engineering data backup backups archive export reports report audit verify
+		updates update external secure collector hiring recruiting accounting treasury payroll`) {
+		m[w] = true
+	}
+	return m
+}()
 
 // originsOf removes redundant hits and builds the Origins: a value
 // contained in a longer found value of the same argument goes, except that
@@ -300,7 +351,7 @@ func (x *extraction) others(a Text) {
 		// A trailing slash names the same directory: "mv ~/Private/* /tmp"
 		// takes ~/Private from "move the files in ~/Private".
 		p := strings.TrimRight(s[loc[0]:loc[1]], "/")
-		if x.inside(loc) || len(p) < 5 || strings.Count(p, "/") == 0 || dateRE.MatchString(p) {
+		if x.inside(loc) || len(p) < 5 || strings.Count(p, "/") == 0 || dateRE.MatchString(p) || !outsideProject(s[:loc[0]], p) {
 			continue
 		}
 		x.add(loc[0], "path", p, p, false)
@@ -334,6 +385,27 @@ func (x *extraction) others(a Text) {
 		}
 		x.add(len(s), kind, v, v, false)
 	}
+}
+
+// outsideProject reports whether the path p, found in text after before,
+// names a place outside the project an agent works in: under a home
+// directory (~/..., $HOME/...), above the working directory (../...) or
+// absolute, but not the tail of a relative name ("/feature/x" of
+// "origin/feature/x"). Relative paths (tests/test_api.py, ./scripts/x.sh)
+// are what agents take from test reports, listings and build logs all day;
+// injected text that means harm points at absolute or home paths, since it
+// cannot know the working directory.
+func outsideProject(before, p string) bool {
+	switch {
+	case strings.HasPrefix(p, "~"), strings.HasPrefix(p, ".."):
+		return true
+	case !strings.HasPrefix(p, "/"):
+		return false
+	case before == "" || !isWordByte(before[len(before)-1]):
+		return true
+	}
+	lb := strings.ToLower(before)
+	return strings.HasSuffix(lb, "$home") || strings.HasSuffix(lb, "${home}")
 }
 
 // findAll is re.FindAllStringIndex(s, n) when may holds, else nil; may
