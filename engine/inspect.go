@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -170,11 +171,31 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		lk := strings.ToLower(string(key))
 		return anyString(pathParts, func(p string) bool { return strings.Contains(lk, p) })
 	}
+	// What a text decodes to counts as the text: a command, query or
+	// message that arrives base64, hex, percent-encoded or escaped is the
+	// command, query or message it decodes to.
+	addDecoded := func(scope, where, text string, normalize bool) {
+		forms := scan.Decodings(text)
+		if scope == "outbound" && strings.IndexByte(text, '%') >= 0 {
+			if u, err := url.QueryUnescape(text); err == nil && u != text {
+				forms = append(forms, u)
+			}
+		}
+		for _, f := range forms {
+			add(scope, where, f)
+			if normalize {
+				for _, c := range shell.Normalize(f) {
+					add(scope, where, c)
+				}
+			}
+		}
+	}
 	addCommand := func(a argText) {
 		add("command", a.where, a.text)
 		for _, c := range shell.Normalize(a.text) {
 			add("command", a.where, c)
 		}
+		addDecoded("command", a.where, a.text, true)
 	}
 	// A write tool writing a shell script: its path has a script suffix, or
 	// a text it writes starts with "#!". What an edit replaces (old_string,
@@ -202,12 +223,15 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		}
 		if isOutbound {
 			add("outbound", a.where, a.text)
+			addDecoded("outbound", a.where, a.text, false)
 		}
 		if isQuery {
 			add("query", a.where, a.text)
+			addDecoded("query", a.where, a.text, false)
 		}
 		if isTask {
 			add("task", a.where, a.text)
+			addDecoded("task", a.where, a.text, false)
 		}
 	}
 	argTexts := make([]scan.Text, len(args))

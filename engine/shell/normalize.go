@@ -29,6 +29,16 @@ func Normalize(cmd string) []string {
 		_, more := n.source(cmd, 0, m)
 		all = append(all, more...)
 	}
+	// The line once more with the parts it builds itself put together
+	// (expand.go): variables, aliases, joined strings, echo | rev | sh.
+	if x, ok := expand(cmd); ok {
+		_, more := n.source(x, 0, modePosix)
+		all = append(all, more...)
+		if m := detectMode(x); m != modePosix {
+			_, more := n.source(x, 0, m)
+			all = append(all, more...)
+		}
+	}
 	out := make([]string, 0, len(all))
 	var seen map[string]struct{}
 	if len(all) > 16 {

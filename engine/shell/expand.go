@@ -1,0 +1,261 @@
+package shell
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// Spellings that build a command out of parts the line itself defines,
+// undone before the line is normalised once more (Normalize adds the
+// canonical forms of the result to those of the line as written):
+//
+//   - quoted strings joined with "+" ('Inv'+'oke-Exp'+'ression', "ev"+"al")
+//     are one string;
+//   - variables and aliases set on the line are substituted where they are
+//     used later on it (a=r; b=m; $a$b -rf ~ and alias t='rm -rf'; t ~ are
+//     rm -rf ~; $c='iex'; & $c ... is iex ...);
+//   - text an echo or printf passes through rev, a ROT13 tr, base64 -d or
+//     xxd -r -p is replaced by what comes out, where it is piped into a
+//     shell or read back by $(...) (echo 'hs | ...' | rev | sh).
+//
+// Each step is one bounded pass over the text; values are taken literally,
+// as written, and nothing is run.
+
+var (
+	// concatRE is a quoted string, "+", and another string in the same quotes.
+	concatRE = regexp.MustCompile(`'([^'\n]*)'\s*\+\s*'|"([^"\n]*)"\s*\+\s*"`)
+	// assignRE is NAME=value at the start of a command, with export, local,
+	// readonly, declare or set in front, or PowerShell's $name = value.
+	assignRE = regexp.MustCompile(`(?:^|[;&|\n({"]\s*)(?:(?:export|local|readonly|declare|typeset)\s+(?:-\w+\s+)?|set\s+)?(\$?)([A-Za-z_]\w{0,40})\s*=\s*('[^'\n]*'|"[^"\n]*"|[^\s;&|'"]+)`)
+	// aliasRE is alias NAME=value (POSIX) or Set-Alias / New-Alias NAME value.
+	aliasRE = regexp.MustCompile(`(?i)(?:^|[;&|\n]\s*)(?:alias\s+([\w.-]{1,40})=('[^'\n]*'|"[^"\n]*"|[^\s;&|]+)|(?:set|new)-alias\s+(?:-name\s+)?([\w.-]{1,40})\s+(?:-value\s+)?('[^'\n]*'|"[^"\n]*"|[^\s;&|]+))`)
+	// filteredRE is echo or printf of a word, then one to four filters, then
+	// a pipe into a shell or the end of a $(...).
+	filteredRE = regexp.MustCompile(`(?i)\b(?:echo|printf)\s+(?:-[ne]+\s+)?('[^'\n]+'|"[^"\n]+"|[^\s|;&'"()]+)((?:\s*\|\s*(?:rev|tr\s+\S+\s+\S+|base64\s+(?:-d|-D|--decode)|xxd\s+(?:-r\s+-p|-p\s+-r|-rp|-pr))){1,4})\s*(\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b|\))`)
+)
+
+// expand returns text with the spellings above undone, and whether
+// anything changed.
+func expand(text string) (string, bool) {
+	out := joinConcat(text)
+	out = substituteLocals(out)
+	out = runFilters(out)
+	return out, out != text
+}
+
+// joinConcat joins quoted strings concatenated with "+".
+func joinConcat(s string) string {
+	for range 64 {
+		loc := concatRE.FindStringIndex(s)
+		if loc == nil {
+			return s
+		}
+		// 'abc' + 'def' → 'abcdef': drop the closing quote, the plus and
+		// the opening quote between the two strings.
+		m := s[loc[0]:loc[1]]
+		q := m[0]
+		close := strings.IndexByte(m[1:], q) + 1
+		s = s[:loc[0]] + m[:close] + s[loc[1]:]
+	}
+	return s
+}
+
+// substituteLocals replaces uses of the variables and aliases a line sets
+// by their values, in the text after each setting.
+func substituteLocals(s string) string {
+	limit := 2*len(s) + 1024 // values can repeat text: bound what comes out
+	for range 16 {
+		changed := false
+		for _, m := range assignRE.FindAllStringSubmatchIndex(s, 32) {
+			name, value := s[m[4]:m[5]], unquote(s[m[6]:m[7]])
+			if strings.IndexByte(value, '$') >= 0 {
+				continue // a value built from variables: not followed
+			}
+			rest := s[m[1]:]
+			if r, ok := replaceVar(rest, name, value, limit); ok {
+				s, changed = s[:m[1]]+r, true
+				break
+			}
+		}
+		if !changed {
+			for _, m := range aliasRE.FindAllStringSubmatchIndex(s, 32) {
+				n, v := 2, 4
+				if m[2] < 0 {
+					n, v = 6, 8
+				}
+				name, value := s[m[n]:m[n+1]], unquote(s[m[v]:m[v+1]])
+				rest := s[m[1]:]
+				if r, ok := replaceAlias(rest, name, value, limit); ok {
+					s, changed = s[:m[1]]+r, true
+					break
+				}
+			}
+		}
+		if !changed || len(s) > limit {
+			return s
+		}
+	}
+	return s
+}
+
+// replaceVar replaces $name and ${name} in s by value; it gives up (false)
+// when the result would pass limit bytes.
+func replaceVar(s, name, value string, limit int) (string, bool) {
+	var b strings.Builder
+	changed := false
+	for i := 0; i < len(s); {
+		if b.Len() > limit {
+			return s, false
+		}
+		j := strings.IndexByte(s[i:], '$')
+		if j < 0 {
+			b.WriteString(s[i:])
+			break
+		}
+		j += i
+		b.WriteString(s[i:j])
+		rest := s[j+1:]
+		switch {
+		case strings.HasPrefix(rest, "{"+name+"}"):
+			b.WriteString(value)
+			i, changed = j+len(name)+3, true
+		case strings.HasPrefix(rest, name) && (len(rest) == len(name) || !isIdent(rest[len(name)])):
+			if k := j + 1 + len(name); k < len(s) && (s[k] == '=' || strings.HasPrefix(strings.TrimLeft(s[k:], " "), "=") && !strings.HasPrefix(strings.TrimLeft(s[k:], " "), "==")) {
+				b.WriteByte('$') // a new assignment to it: leave it to the next round
+				i = j + 1
+				continue
+			}
+			b.WriteString(value)
+			i, changed = j+1+len(name), true
+		default:
+			b.WriteByte('$')
+			i = j + 1
+		}
+	}
+	return b.String(), changed
+}
+
+// replaceAlias replaces name where it stands as a command: at the start of
+// s or after ;, &, |, a newline or an opening parenthesis; it gives up
+// (false) when the result would pass limit bytes.
+func replaceAlias(s, name, value string, limit int) (string, bool) {
+	var b strings.Builder
+	changed := false
+	atCommand := true
+	for i := 0; i < len(s); {
+		if b.Len() > limit {
+			return s, false
+		}
+		c := s[i]
+		if atCommand && (c == ' ' || c == '\t') {
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		if atCommand && strings.HasPrefix(s[i:], name) && (i+len(name) == len(s) || strings.IndexByte(" \t;&|)\n", s[i+len(name)]) >= 0) {
+			b.WriteString(value)
+			i += len(name)
+			changed, atCommand = true, false
+			continue
+		}
+		atCommand = strings.IndexByte(";&|\n(", c) >= 0
+		b.WriteByte(c)
+		i++
+	}
+	return b.String(), changed
+}
+
+// runFilters replaces echo TEXT | filters... | sh and $(echo TEXT |
+// filters...) by what the filters make of TEXT, piped into the same shell
+// or left where the substitution was.
+func runFilters(s string) string {
+	for range 8 {
+		m := filteredRE.FindStringSubmatchIndex(s)
+		if m == nil {
+			return s
+		}
+		text := unquote(s[m[2]:m[3]])
+		out, ok := applyFilters(text, s[m[4]:m[5]])
+		if !ok {
+			return s
+		}
+		tail := s[m[6]:m[7]]
+		start := m[0]
+		if tail == ")" { // $(echo ... | rev): the substitution becomes its output
+			if k := strings.LastIndex(s[:m[0]], "$("); k >= 0 && strings.TrimSpace(s[k+2:m[0]]) == "" {
+				start = k
+			}
+			s = s[:start] + out + s[m[1]:]
+			continue
+		}
+		// echo ... | rev | sh: the shell runs the output
+		s = s[:start] + out + " ; " + s[m[1]:]
+	}
+	return s
+}
+
+// applyFilters runs the filters of a pipeline tail ("| rev | base64 -d")
+// over text.
+func applyFilters(text, filters string) (string, bool) {
+	for _, f := range strings.Split(filters, "|") {
+		f = strings.ToLower(strings.TrimSpace(f))
+		switch {
+		case f == "":
+		case f == "rev":
+			r := []rune(text)
+			for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
+				r[i], r[j] = r[j], r[i]
+			}
+			text = string(r)
+		case strings.HasPrefix(f, "tr "):
+			if !strings.Contains(f, "n-za-m") {
+				return "", false // a tr that is not ROT13
+			}
+			text = rot13(text)
+		case strings.HasPrefix(f, "base64"):
+			b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text))
+			if err != nil {
+				if b, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(strings.TrimSpace(text), "=")); err != nil {
+					return "", false
+				}
+			}
+			text = string(b)
+		case strings.HasPrefix(f, "xxd"):
+			b, err := hex.DecodeString(strings.TrimSpace(text))
+			if err != nil {
+				return "", false
+			}
+			text = string(b)
+		default:
+			return "", false
+		}
+		if !utf8.ValidString(text) {
+			return "", false
+		}
+	}
+	return text, true
+}
+
+func rot13(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		switch {
+		case 'a' <= c && c <= 'z':
+			b[i] = 'a' + (c-'a'+13)%26
+		case 'A' <= c && c <= 'Z':
+			b[i] = 'A' + (c-'A'+13)%26
+		}
+	}
+	return string(b)
+}
+
+// unquote removes one pair of matching outer quotes.
+func unquote(s string) string {
+	if len(s) >= 2 && (s[0] == '\'' || s[0] == '"') && s[len(s)-1] == s[0] {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
