@@ -25,6 +25,8 @@ import (
 //	"danger"              dangerous-command rules
 //	"payload_keys"        argument names that carry payload, not control values
 //	"path_key_parts"      an argument whose name contains one of these holds a path
+//	"control_field_parts" a field of a structured payload argument whose name
+//	                      contains one of these is a control value (isPayload)
 //	"command_categories"  categories whose every string argument is a command
 //	"path_scopes"         category → scope of its path arguments (read_path, write_path...)
 //	"outbound_categories" categories whose arguments leave the host
@@ -39,7 +41,7 @@ import (
 // It returns
 //
 //	"texts"              toolgate.texts(input)
-//	"control_arguments"  the argument texts whose key is not a payload key
+//	"control_arguments"  the argument texts that are not payload (isPayload)
 //	"spoofed_arguments"  zero-width or bidi characters and mixed-script
 //	                     homoglyph words in the control arguments
 //	                     (scan.Disguised), computed for every call
@@ -100,6 +102,10 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	if err != nil {
 		return nil, err
 	}
+	controlParts, err := stringsIn(opts, "control_field_parts", true)
+	if err != nil {
+		return nil, err
+	}
 	scriptSuffixes, err := stringsIn(opts, "script_suffixes", true)
 	if err != nil {
 		return nil, err
@@ -147,7 +153,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 			ast.Item(keyTerm("scope"), keyTerm("arguments")),
 			ast.Item(keyTerm("key"), ast.NewTerm(a.key)),
 		)
-		if !contains(payloadKeys, string(a.key)) {
+		if !isPayload(a, payloadKeys, controlParts) {
 			controlTerms = append(controlTerms, argTerms[i])
 			control = append(control, scan.Text{Where: a.where, Text: a.text})
 		}
@@ -351,6 +357,29 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		ast.Item(keyTerm("deobfuscated_hits"), disguisedHits),
 		ast.Item(keyTerm("requested_actions"), requestedTerm),
 	), nil
+}
+
+// isPayload reports whether a is payload rather than a control value: its
+// argument is one of payloadKeys, and it is that argument's text, an
+// element of a list of texts (a message body, attachments), or a field of
+// a structured payload ({"body": {...}}, as HTTP tools send) whose name
+// does not say it holds a destination or a principal: a field whose name
+// contains one of controlParts ("email", "url", "account", "recipient"...)
+// is a control value, since the address, endpoint or account of the
+// change sits there; ids, dates and prose fields stay payload.
+func isPayload(a argText, payloadKeys, controlParts ast.Value) bool {
+	if !contains(payloadKeys, string(a.key)) {
+		return false
+	}
+	rest := strings.TrimPrefix(a.where, "action.arguments."+string(a.key))
+	if strings.IndexByte(rest, '.') < 0 { // the text itself, or list elements
+		return true
+	}
+	field := strings.ToLower(rest[strings.LastIndexByte(rest, '.')+1:])
+	if i := strings.IndexByte(field, '['); i >= 0 {
+		field = field[:i]
+	}
+	return !anyString(controlParts, func(p string) bool { return strings.Contains(field, p) })
 }
 
 // verbSets are the prepared action_verbs and generic_verbs options, by

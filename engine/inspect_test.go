@@ -194,6 +194,34 @@ func TestInspectDecodedForms(t *testing.T) {
 	}
 }
 
+func TestIsPayload(t *testing.T) {
+	payload := ast.NewArray(ast.StringTerm("body"), ast.StringTerm("attachments"))
+	control := ast.NewArray(ast.StringTerm("email"), ast.StringTerm("url"), ast.StringTerm("account"))
+	for _, tc := range []struct {
+		where, key string
+		want       bool
+	}{
+		{"action.arguments.body", "body", true},                     // the text itself
+		{"action.arguments.attachments[2]", "attachments", true},    // a list of texts
+		{"action.arguments.body.note", "body", true},                // a prose field
+		{"action.arguments.body.ids[3]", "body", true},              // ids the call acts on
+		{"action.arguments.body.accountEmail", "body", false},       // a principal
+		{"action.arguments.body.attendees[0].email", "body", false}, // nested, in a list
+		{"action.arguments.body.webhook.url", "body", false},        // a destination
+		{"action.arguments.to", "to", false},                        // not a payload argument
+		{"action.arguments.attachments[0].account_number", "attachments", false},
+	} {
+		if got := isPayload(argText{where: tc.where, key: ast.String(tc.key)}, payload, control); got != tc.want {
+			t.Errorf("isPayload(%s) = %v, want %v", tc.where, got, tc.want)
+		}
+	}
+	// With no control parts (a message's fields), every field of a
+	// payload argument is payload.
+	if !isPayload(argText{where: "action.arguments.body.accountEmail", key: "body"}, payload, nil) {
+		t.Error("isPayload without control parts: a payload field counted as control")
+	}
+}
+
 // wantDanger fails t unless d's DANGER reasons are none (want "") or
 // include want, and returns the reason with code want, if any.
 func wantDanger(t *testing.T, d schema.Decision, want string) *schema.Reason {

@@ -42,6 +42,7 @@ facts := toolgate.inspect(input, {
 	"danger": data.toolgate.danger.rules,
 	"payload_keys": config.payload_keys,
 	"path_key_parts": config.path_key_parts,
+	"control_field_parts": control_field_parts,
 	"command_categories": {"shell", "code"},
 	"path_scopes": {"read": "read_path", "search": "read_path", "write": "write_path", "vcs": "write_path", "delete": "delete_path"},
 	"outbound_categories": {"network", "exfil", "communication"},
@@ -59,11 +60,29 @@ facts := toolgate.inspect(input, {
 	"generic_verbs": {"manage"},
 })
 
+# A generic HTTP tool's body is the request itself: its fields that name a
+# destination or a principal (config.control_field_parts: email, url,
+# account...) are control values, like the tool's own arguments. A message's
+# body or attachments say what it says, whatever their fields are called.
+control_field_parts := config.control_field_parts if category == "network"
+
+else := []
+
 has_untrusted if count(facts.texts.untrusted) > 0
 
 scrutinized if risk in config.scrutinized_risks
 
 scrutinized if input.action.type in config.additional_high_risk_tools
+
+# A generic HTTP tool (category "network": api_call, http_request...) is as
+# risky as the request it makes: one that changes state somewhere
+# (config.state_changing_methods: POST, PUT, PATCH, DELETE) is scrutinized
+# like a high-risk tool, since the account, address or endpoint it writes to
+# may come from the untrusted text. A GET stays what the registry says.
+scrutinized if {
+	category == "network"
+	upper(input.action.arguments.method) in config.state_changing_methods
+}
 
 injection_concern if {
 	scrutinized
@@ -115,9 +134,24 @@ suspicious if {
 # not count for one. Meeting notes and mail are full of such requests ("Linda:
 # email the agenda to john@..."), and an injection that also deletes carries
 # other tells.
-relevant_hit(m) if object.get(m, "class", "") != "request"
+#
+# A credential name in a call's headers ("Authorization: Bearer
+# ${GITHUB_TOKEN}") says how the call authenticates, not what it sends: an
+# API call carries its own credentials there.
+relevant_hit(m) if {
+	not request_on_delete(m)
+	not header_credential(m)
+}
 
-relevant_hit(_) if category != "delete"
+request_on_delete(m) if {
+	object.get(m, "class", "") == "request"
+	category == "delete"
+}
+
+header_credential(m) if {
+	object.get(m, "class", "") == "credential"
+	startswith(m.where, "action.arguments.headers.")
+}
 
 suspicious if count(facts.encoded) > 0
 
