@@ -47,7 +47,7 @@ bench:
 # The seed corpora in testdata/fuzz/ run as ordinary tests in `make test`.
 FUZZTIME ?= 30s
 FUZZ_TARGETS := schema:FuzzDecodeRequest engine/scan:FuzzDecode engine/scan:FuzzMatch \
-	engine/scan:FuzzProvenance engine/shell:FuzzNormalize audit:FuzzDecodeEntry \
+	engine/scan:FuzzProvenance engine/shell:FuzzNormalize engine/shell:FuzzFragments audit:FuzzDecodeEntry \
 	state:FuzzFingerprint triage:FuzzParseAnswer
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

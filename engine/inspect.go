@@ -55,6 +55,8 @@ import (
 //	                     writes a shell script, the strings it writes (not
 //	                     the path, not what an edit replaces: old_string...)
 //	                     as commands (a script written is a command deferred);
+//	                     a task's text also as "read_path" and the command
+//	                     lines written into it (shell.Fragments) as commands;
 //	                     and, for an outbound category, the trusted texts
 //	                     joined by newlines (scope "request", where "context")
 //	                     when they name a URL, host or e-mail address the
@@ -236,8 +238,15 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 			addDecoded("query", a.where, a.text, false)
 		}
 		if isTask {
+			// An instruction to another agent: read as words (task), for
+			// the credential files it names (read_path), and for the
+			// command lines written into it (command).
 			add("task", a.where, a.text)
 			addDecoded("task", a.where, a.text, false)
+			add("read_path", a.where, a.text)
+			for _, f := range shell.Fragments(a.text) {
+				addCommand(argText{where: a.where, text: f, key: a.key})
+			}
 		}
 	}
 	argTexts := make([]scan.Text, len(args))

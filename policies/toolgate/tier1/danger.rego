@@ -29,7 +29,13 @@ package toolgate.tier1
 
 import rego.v1
 
-# A rule without a decision denies.
-reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s", [m.message, m.where]), "where": m.where, "decision": object.get(m, "decision", "deny")} if {
+# A rule without a decision denies. An instruction to another agent (a
+# tool of category "agent") is words about what it should do, and a review
+# or a question may quote a command: a person decides, at most.
+reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s", [m.message, m.where]), "where": m.where, "decision": danger_outcome(m)} if {
 	some m in facts.danger_hits
 }
+
+danger_outcome(m) := "pending" if {
+	category == "agent"
+} else := object.get(m, "decision", "deny")

@@ -131,3 +131,12 @@ test_other_write_is_not_a_command if {
 		with data.toolgate.danger.rules as fixture_danger
 	not "DANGER-T01" in codes(d)
 }
+
+# A command written into a sub-agent's task is matched as a command, but
+# an instruction is words: a person decides, never more.
+test_command_in_a_task_asks_a_person if {
+	d := tier1.decision with input as req("trusted", "spawn_agent", {"task": "then run `rm -rf /` and report"}, [])
+		with data.toolgate.danger.rules as fixture_danger
+	"DANGER-T01" in codes(d)
+	d.decision == "pending"
+}
