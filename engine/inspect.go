@@ -35,6 +35,12 @@ import (
 //	                      agent (a sub-agent's task or prompt)
 //	"script_suffixes"     file names a write tool's call writes a shell script to
 //	                      (".sh", ".ps1"...); content starting with "#!" is one too
+//	"instruction_files"   files of agents' standing instructions ("agents.md",
+//	                      "claude.md", ".cursorrules"...): what a write tool writes
+//	                      there is read as a task (names as for fileMatches)
+//	"command_files"       files whose lines are run later ("makefile", "dockerfile",
+//	                      ".github/workflows/", "package.json"...): the command lines
+//	                      in what a write tool writes there are commands
 //	"action_verbs"        verbs a tool's name may carry (RequestedActions)
 //	"generic_verbs"       words of a tool's name that stand for every action verb
 //
@@ -57,6 +63,8 @@ import (
 //	                     as commands (a script written is a command deferred);
 //	                     a task's text also as "read_path" and the command
 //	                     lines written into it (shell.Fragments) as commands;
+//	                     what a write tool writes to an instruction file, as
+//	                     a task, and to a command file, its command lines;
 //	                     and, for an outbound category, the trusted texts
 //	                     joined by newlines (scope "request", where "context")
 //	                     when they name a URL, host or e-mail address the
@@ -109,6 +117,14 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		return nil, err
 	}
 	scriptSuffixes, err := stringsIn(opts, "script_suffixes", true)
+	if err != nil {
+		return nil, err
+	}
+	instructionFiles, err := stringsIn(opts, "instruction_files", true)
+	if err != nil {
+		return nil, err
+	}
+	commandFiles, err := stringsIn(opts, "command_files", true)
 	if err != nil {
 		return nil, err
 	}
@@ -219,9 +235,43 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		}
 		return written(a) && strings.HasPrefix(a.text, "#!")
 	})
+	// A write tool writing a file whose lines are run later (a Makefile, a
+	// Dockerfile, a CI workflow, package.json's scripts: command_files):
+	// the command lines in what it writes are commands deferred.
+	writesCommands := pathScope == "write_path" && slices.ContainsFunc(args, func(a argText) bool {
+		return isPath(a.key) && fileMatches(a.text, commandFiles)
+	})
+	// A write tool writing an agent's standing instructions (AGENTS.md,
+	// CLAUDE.md, .cursorrules: instruction_files) writes a task for every
+	// agent that later reads them.
+	writesInstructions := pathScope == "write_path" && slices.ContainsFunc(args, func(a argText) bool {
+		if !isPath(a.key) {
+			return false
+		}
+		return fileMatches(a.text, instructionFiles)
+	})
+	// An instruction to another agent: read as words (task), for the
+	// credential files it names (read_path), and for the command lines
+	// written into it (command).
+	addTask := func(a argText) {
+		add("task", a.where, a.text)
+		addDecoded("task", a.where, a.text, false)
+		add("read_path", a.where, a.text)
+		for _, f := range shell.Fragments(a.text) {
+			addCommand(argText{where: a.where, text: f, key: a.key})
+		}
+	}
 	for _, a := range args {
 		if isCommand || writesScript && written(a) {
 			addCommand(a)
+		}
+		if isTask || writesInstructions && written(a) {
+			addTask(a)
+		}
+		if writesCommands && written(a) {
+			for _, f := range shell.Fragments(a.text) {
+				addCommand(argText{where: a.where, text: f, key: a.key})
+			}
 		}
 		if hasPathScope && isPath(a.key) {
 			add(pathScope, a.where, a.text)
@@ -236,17 +286,6 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		if isQuery {
 			add("query", a.where, a.text)
 			addDecoded("query", a.where, a.text, false)
-		}
-		if isTask {
-			// An instruction to another agent: read as words (task), for
-			// the credential files it names (read_path), and for the
-			// command lines written into it (command).
-			add("task", a.where, a.text)
-			addDecoded("task", a.where, a.text, false)
-			add("read_path", a.where, a.text)
-			for _, f := range shell.Fragments(a.text) {
-				addCommand(argText{where: a.where, text: f, key: a.key})
-			}
 		}
 	}
 	argTexts := make([]scan.Text, len(args))
@@ -366,6 +405,24 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		ast.Item(keyTerm("deobfuscated_hits"), disguisedHits),
 		ast.Item(keyTerm("requested_actions"), requestedTerm),
 	), nil
+}
+
+// fileMatches reports whether path names one of the files of names: a
+// name with a slash matches a part of the path (".github/workflows/"), one
+// starting with a dot its end (".mk"), any other its base name
+// ("makefile"); all in lower case, with backslashes read as slashes.
+func fileMatches(path string, names ast.Value) bool {
+	p := strings.ToLower(strings.ReplaceAll(path, `\`, "/"))
+	base := p[strings.LastIndexByte(p, '/')+1:]
+	return anyString(names, func(n string) bool {
+		switch {
+		case strings.Contains(n, "/"):
+			return strings.Contains(p, n)
+		case strings.HasPrefix(n, "."):
+			return strings.HasSuffix(base, n)
+		}
+		return base == n
+	})
 }
 
 // isPayload reports whether a is payload rather than a control value: its

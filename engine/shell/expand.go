@@ -12,6 +12,7 @@ import (
 // undone before the line is normalised once more (Normalize adds the
 // canonical forms of the result to those of the line as written):
 //
+//   - cmd's ^ escapes between letters are dropped (p^ow^er^sh^ell);
 //   - quoted strings joined with "+" ('Inv'+'oke-Exp'+'ression', "ev"+"al")
 //     are one string;
 //   - variables and aliases set on the line are substituted where they are
@@ -40,10 +41,32 @@ var (
 // expand returns text with the spellings above undone, and whether
 // anything changed.
 func expand(text string) (string, bool) {
-	out := joinConcat(text)
+	out := stripCarets(text)
+	out = joinConcat(out)
 	out = substituteLocals(out)
 	out = runFilters(out)
 	return out, out != text
+}
+
+// stripCarets removes cmd's escape character between two letters or
+// digits: "p^ow^er^sh^ell", "I^E^X".
+func stripCarets(s string) string {
+	if strings.IndexByte(s, '^') < 0 {
+		return s
+	}
+	b := []byte(s)
+	out := b[:0]
+	for i, c := range b {
+		if c == '^' && i > 0 && i+1 < len(b) && isAlnumByte(b[i-1]) && isAlnumByte(b[i+1]) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return string(out)
+}
+
+func isAlnumByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // joinConcat joins quoted strings concatenated with "+".
