@@ -55,7 +55,8 @@ type candidate struct {
 // or ../; see outsideProject), IBANs and phone numbers (compared without
 // spaces and separators), long account-like ids, and the whole argument
 // when it is 8 to 200 bytes and more than a few plain words. An e-mail
-// address whose owner the trusted text names (ownerNamed) counts as given.
+// address whose owner the trusted text names (ownerNamed), or that sent a
+// message the person asks to reply to (repliesToSender), counts as given.
 // Matching is case-insensitive and respects word boundaries. Every text is
 // scanned once by one Aho-Corasick automaton per comparison form.
 func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
@@ -107,7 +108,7 @@ func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
 	var hits []candidate
 	var blocks []int
 	for id, c := range cands {
-		if block[id] >= 0 && !inTrusted[id] && !(c.kind == "email" && ownerNamed(c.key, trusted)) {
+		if block[id] >= 0 && !inTrusted[id] && !(c.kind == "email" && (ownerNamed(c.key, trusted) || repliesToSender(c.key, trusted, untrusted))) {
 			hits = append(hits, c)
 			blocks = append(blocks, block[id])
 		}
@@ -173,6 +174,47 @@ func ownerNamed(key string, trusted []string) bool {
 	}
 	return false
 }
+
+// repliesToSender reports whether the person asks for a reply (reply,
+// respond, answer, decline, accept, get back to...) and the address key is
+// the sender of a message in the untrusted text: on a From:, Reply-To: or
+// Sender: line, or the value of a "from", "sender", "reply_to",
+// "requester" or "organizer" field. Replying to whoever wrote is what a
+// reply is; an address an injection wants mail sent to sits in a
+// message's text, not in its header.
+func repliesToSender(key string, trusted []string, untrusted []Text) bool {
+	asks := false
+	for _, t := range trusted {
+		if replyRE.MatchString(t) {
+			asks = true
+			break
+		}
+	}
+	if !asks {
+		return false
+	}
+	for _, u := range untrusted {
+		lower := strings.ToLower(u.Text)
+		for off := 0; ; {
+			i := strings.Index(lower[off:], key)
+			if i < 0 {
+				break
+			}
+			at := off + i
+			line := lower[strings.LastIndexByte(lower[:at], '\n')+1 : at]
+			if senderRE.MatchString(line) {
+				return true
+			}
+			off = at + len(key)
+		}
+	}
+	return false
+}
+
+var (
+	replyRE  = regexp.MustCompile(`(?i)\b(?:repl(?:y|ies|ying)|respond|answer|write back|get back to|decline|accept|rsvp)\b`)
+	senderRE = regexp.MustCompile(`(?:^|\s)(?:from|reply-to|sender)\s*:[^:]{0,80}$|["'](?:from|sender|reply_?to|requester|organi[sz]er|author)["']\s*:\s*(?:\{[^{}]{0,80}?)?["']?[^"':,]{0,60}$`)
+)
 
 // roleWords are local-part words that name a function, not a person:
 // "Support" or "Billing" in the person's words does not say which support
