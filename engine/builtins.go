@@ -265,7 +265,7 @@ func compileRules(v ast.Value) (*compiledRules, error) {
 	scopes := map[string]bool{}
 	for i := 0; i < arr.Len(); i++ {
 		e := arr.Elem(i).Value
-		r := scan.Rule{Code: stringField(e, "code"), Name: stringField(e, "name"), Message: stringField(e, "message"), Pattern: stringField(e, "pattern")}
+		r := scan.Rule{Code: stringField(e, "code"), Name: stringField(e, "name"), Message: stringField(e, "message"), Pattern: stringField(e, "pattern"), Except: stringField(e, "except")}
 		if r.Code == "" || r.Pattern == "" {
 			return nil, fmt.Errorf("rules[%d]: code and pattern are required", i)
 		}

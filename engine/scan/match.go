@@ -16,6 +16,11 @@ type Rule struct {
 	Name    string `json:"name"`    // short rule name, e.g. "pipe_to_shell"
 	Message string `json:"message"` // human message, e.g. "pipe to shell"
 	Pattern string `json:"pattern"` // RE2 regex; always matched case-insensitively
+	// Except, when set, is an RE2 regex (also case-insensitive) for the
+	// wordings that excuse a match: a match that a match of Except on the
+	// same line overlaps does not count ("password" in "password reset").
+	// Another match of Pattern in the text still does.
+	Except string `json:"except,omitempty"`
 }
 
 // Match is one rule matching one text.
@@ -51,10 +56,11 @@ type RuleSet struct {
 type compiledRule struct {
 	Rule
 	re        *regexp.Regexp
-	multiline bool       // (?s) or a literal newline: windows span lines
-	width     int        // most runes a match spans; -1 when unbounded
-	sets      [][]string // every match holds a literal of each set; windows come from sets[0]
-	literals  []string   // sets[0]
+	except    *regexp.Regexp // nil without Rule.Except
+	multiline bool           // (?s) or a literal newline: windows span lines
+	width     int            // most runes a match spans; -1 when unbounded
+	sets      [][]string     // every match holds a literal of each set; windows come from sets[0]
+	literals  []string       // sets[0]
 }
 
 // Compile validates and compiles rules. Each pattern must be valid RE2 of at
@@ -178,6 +184,14 @@ func compileRule(r Rule) (compiledRule, error) {
 	if len(cr.sets) > 0 {
 		cr.literals = cr.sets[0]
 	}
+	if r.Except != "" {
+		if len(r.Except) > MaxPatternLen {
+			return compiledRule{}, fmt.Errorf("except is %d bytes, over the %d-byte limit", len(r.Except), MaxPatternLen)
+		}
+		if cr.except, err = regexp.Compile("(?i)" + r.Except); err != nil {
+			return compiledRule{}, fmt.Errorf("invalid except: %w", err)
+		}
+	}
 	return cr, nil
 }
 
@@ -296,7 +310,7 @@ func (rs *RuleSet) match(texts []Text, examined map[string]int) []Match {
 				if examined != nil {
 					examined[r.Code] += w.end - w.start
 				}
-				loc := r.find(t.Text[w.start:w.end])
+				loc := r.find(t.Text, w)
 				if loc == nil {
 					continue
 				}
@@ -375,7 +389,11 @@ func forwardRunes(s string, i, n int) int {
 // a window that holds several: a whole text, when the rule has no literal
 // prefilter or the text folds beyond ASCII; windows cut around literal hits
 // never hold a newline. So ^ and $ mean the ends of a line either way.
-func (r *compiledRule) find(s string) []int {
+func (r *compiledRule) find(text string, w window) []int {
+	if r.except != nil {
+		return r.findUnexcused(text, w)
+	}
+	s := text[w.start:w.end]
 	if r.multiline || strings.IndexByte(s, '\n') < 0 {
 		return r.re.FindStringIndex(s)
 	}
@@ -390,6 +408,40 @@ func (r *compiledRule) find(s string) []int {
 		off += len(line) + 1
 	}
 }
+
+// findUnexcused is find for a rule with an Except: the first match in the
+// window w of text (within a line, unless the rule spans lines) that no
+// match of Except overlaps. Except runs over the match's whole line (up to
+// lineWindow either side), not only the window: an excusing wording may
+// begin before it.
+func (r *compiledRule) findUnexcused(text string, w window) []int {
+	s := text[w.start:w.end]
+	for _, loc := range r.re.FindAllStringIndex(s, maxExcused) {
+		if !r.multiline && strings.IndexByte(s[loc[0]:loc[1]], '\n') >= 0 {
+			continue
+		}
+		start, end := w.start+loc[0], w.start+loc[1]
+		ls := max(strings.LastIndexByte(text[:start], '\n')+1, start-lineWindow)
+		le := min(len(text), end+lineWindow)
+		if i := strings.IndexByte(text[end:le], '\n'); i >= 0 {
+			le = end + i
+		}
+		excused := false
+		for _, x := range r.except.FindAllStringIndex(text[ls:le], maxExcused) {
+			if ls+x[0] < end && start < ls+x[1] {
+				excused = true
+				break
+			}
+		}
+		if !excused {
+			return loc
+		}
+	}
+	return nil
+}
+
+// maxExcused bounds the matches a rule with an Except examines per window.
+const maxExcused = 64
 
 // maxScanLit: the automaton holds each required literal's first maxScanLit
 // bytes. The pattern rules' literal sets are cross products ("your new task

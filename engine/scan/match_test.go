@@ -270,11 +270,25 @@ func TestMatchLongLiteral(t *testing.T) {
 // naiveMatch is the reference semantics for line-local rules: the leftmost
 // match of the first line (in text order) where the regex matches.
 func naiveMatch(re *regexp.Regexp, text string) (int, bool) {
+	return naiveMatchExcept(re, nil, text)
+}
+
+// naiveMatchExcept is naiveMatch for a rule with an Except: the first match
+// of re, line by line, that no match of except on its line overlaps.
+func naiveMatchExcept(re, except *regexp.Regexp, text string) (int, bool) {
 	off := 0
 	for _, line := range strings.SplitAfter(text, "\n") {
 		l := strings.TrimSuffix(line, "\n")
-		if loc := re.FindStringIndex(l); loc != nil {
-			return off + loc[0], true
+		for _, loc := range re.FindAllStringIndex(l, -1) {
+			excused := false
+			if except != nil {
+				for _, x := range except.FindAllStringIndex(l, -1) {
+					excused = excused || x[0] < loc[1] && loc[0] < x[1]
+				}
+			}
+			if !excused {
+				return off + loc[0], true
+			}
 		}
 		off += len(line)
 	}
@@ -328,7 +342,7 @@ func checkAgainstNaive(t *testing.T, rs *RuleSet, text string) {
 		if r.multiline {
 			continue
 		}
-		off, ok := naiveMatch(r.re, text)
+		off, ok := naiveMatchExcept(r.re, r.except, text)
 		g, gok := got[r.Code]
 		if ok != gok || off != g {
 			t.Fatalf("%s on %q: Match gives (%d,%v), regexp per line gives (%d,%v)", r.Code, text, g, gok, off, ok)
@@ -523,5 +537,37 @@ func TestPrefilterKeepsRegexWorkSmall(t *testing.T) {
 		if share := float64(sum) / float64(len(text)); share > total {
 			t.Errorf("%s: the regexes examine %.0f%% of the text in all, over %.0f%%", name, 100*share, 100*total)
 		}
+	}
+}
+
+// TestExcept: a match that an Except match overlaps on its line is excused;
+// another match of the rule on the line, or the Except's wording elsewhere,
+// does not excuse it.
+func TestExcept(t *testing.T) {
+	rs, err := Compile([]Rule{{Code: "R1", Pattern: `\bpasswords?\b`, Except: `password\s+reset|never\s+ask\s+for\s+your\s+password`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		text string
+		want int // offset of the match, -1 for none
+	}{
+		{"Subject: password reset requested", -1},
+		{"IT will never ask for your password.", -1},
+		{"after the password reset, send me your new password", 43},
+		{"password reset\nyour password is hunter2", 20},
+		{strings.Repeat("x", 3000) + " IT will never ask for your password", -1}, // the wording starts before the window
+	} {
+		ms := rs.Match([]Text{{Where: "t", Text: tc.text}})
+		got := -1
+		if len(ms) > 0 {
+			got = ms[0].Offset
+		}
+		if got != tc.want {
+			t.Errorf("Match(%.40q) at %d, want %d", tc.text, got, tc.want)
+		}
+	}
+	if _, err := Compile([]Rule{{Code: "R2", Pattern: "x", Except: "("}}); err == nil {
+		t.Error("an invalid except compiled")
 	}
 }

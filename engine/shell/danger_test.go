@@ -8,17 +8,26 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/engine/scan"
 )
 
 // dangerRule is one entry of policies/toolgate/danger/data.json.
 type dangerRule struct {
-	Code     string `json:"code"`
-	Name     string `json:"name"`
-	Message  string `json:"message"`
-	Target   string `json:"target"`
-	Decision string `json:"decision"`
-	Pattern  string `json:"pattern"`
-	re       *regexp.Regexp
+	Code     string        `json:"code"`
+	Name     string        `json:"name"`
+	Message  string        `json:"message"`
+	Target   string        `json:"target"`
+	Decision string        `json:"decision"`
+	Pattern  string        `json:"pattern"`
+	Except   string        `json:"except"`
+	set      *scan.RuleSet // the rule alone, matched as the engine matches it
+}
+
+// matches reports whether the rule matches text, lowercased as the engine
+// lowercases it.
+func (r dangerRule) matches(text string) bool {
+	return len(r.set.Match([]scan.Text{{Text: strings.ToLower(text)}})) > 0
 }
 
 func loadDanger(t testing.TB) []dangerRule {
@@ -37,11 +46,11 @@ func loadDanger(t testing.TB) []dangerRule {
 	}
 	for i := range doc.Rules {
 		r := &doc.Rules[i]
-		re, err := regexp.Compile("(?i)" + r.Pattern)
+		set, err := scan.Compile([]scan.Rule{{Code: r.Code, Pattern: r.Pattern, Except: r.Except}})
 		if err != nil {
 			t.Fatalf("%s: %v", r.Code, err)
 		}
-		r.re = re
+		r.set = set
 	}
 	return doc.Rules
 }
@@ -56,7 +65,7 @@ func matchCommand(rules []dangerRule, cmd string) []string {
 			continue
 		}
 		for _, f := range forms {
-			if r.re.MatchString(strings.ToLower(f)) {
+			if r.matches(f) {
 				codes = append(codes, r.Code)
 				break
 			}
@@ -69,7 +78,7 @@ func matchPath(rules []dangerRule, target, path string) []string {
 	var codes []string
 	for _, r := range rules {
 		// Rules with no target read what a call does, not what a person asked.
-		if (r.Target == target || r.Target == "" && target != "request") && r.re.MatchString(strings.ToLower(path)) {
+		if (r.Target == target || r.Target == "" && target != "request") && r.matches(path) {
 			codes = append(codes, r.Code)
 		}
 	}
@@ -121,8 +130,13 @@ func TestDangerRulesWellFormed(t *testing.T) {
 		if nestedUnbounded(re, false) {
 			t.Errorf("%s: nested unbounded repetition", r.Code)
 		}
-		if p := strings.NewReplacer(`\S`, "", `\W`, "", `\D`, "", `\B`, "").Replace(r.Pattern); p != strings.ToLower(p) {
-			t.Errorf("%s: pattern is matched over lowercased text; write it in lower case", r.Code)
+		if p := strings.NewReplacer(`\S`, "", `\W`, "", `\D`, "", `\B`, "").Replace(r.Pattern + r.Except); p != strings.ToLower(p) {
+			t.Errorf("%s: pattern and except are matched over lowercased text; write them in lower case", r.Code)
+		}
+		if r.Except != "" {
+			if ex, err := syntax.Parse(r.Except, syntax.Perl); err != nil || nestedUnbounded(ex, false) {
+				t.Errorf("%s: except %v, or nested unbounded repetition", r.Code, err)
+			}
 		}
 	}
 }
@@ -791,7 +805,6 @@ var dangerPaths = []struct{ target, path, code string }{
 	{"outbound", "/etc/passwd contents", "DANGER-104"},
 	{"outbound", "Here are my stored passwords.", "DANGER-104"},
 	{"outbound", "the OAuth tokens for the staging tenant", "DANGER-104"},
-	{"outbound", "Hi Bob, the password reset link is on the intranet.", "DANGER-104"},
 	{"outbound", "Attached: the privileged memo on our litigation strategy", "DANGER-105"},
 	{"outbound", "Q3 board minutes (confidential, do not forward)", "DANGER-105"},
 	{"outbound", "This document is INTERNAL-ONLY.", "DANGER-105"},
@@ -848,6 +861,8 @@ var dangerPaths = []struct{ target, path, code string }{
 	{"outbound", "SENDGRID_KEY=SG.aa11bb22cc33dd44ee.ff55gg66hh77ii88jj", "DANGER-101"},
 	{"outbound", "client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo=", "DANGER-101"},
 	{"outbound", "Backup codes for priya: 48201-93317, 11820-55409", "DANGER-104"},
+	{"outbound", "After the password reset, send me your new password", "DANGER-104"},
+	{"outbound", "Here are the credentials. IT will never ask for your password.", "DANGER-104"},
 	// user data folders
 	{"delete_path", "/Users/maya/Library/Application Support", "DANGER-093"},
 	{"query", "db.users.deleteMany({})", "DANGER-120"},
@@ -888,6 +903,13 @@ var routinePaths = []struct{ target, path string }{
 	{"write_path", ".claude/commands/review.md"},
 	{"outbound", `{"db_pwd": "${DB_PWD}", "pwd": "<yours>", "pwd": "********"}`},
 	{"outbound", "https://user@github.com/acme/app.git"},
+	{"outbound", "Fwd: Microsoft account password reset - I did NOT request this"},
+	{"outbound", "Hi Bob, the password reset link is on the intranet."},
+	{"outbound", "Reminder: IT will never ask for your password by email, phone or Teams."},
+	{"outbound", "Don't click it or enter your password. If you already did, change your password now."},
+	{"outbound", "Re: New SSH key on your GitHub account"},
+	{"outbound", "I did not click the link or enter any credentials; it looks like credential phishing."},
+	{"outbound", "New: `atlas auth rotate` rotates API tokens without downtime. Fixed: credentials file written with 0644 permissions."},
 	{"outbound", "postgres://app@localhost:5432/dev"},
 	{"query", "ALTER ROLE app_ro NOSUPERUSER"},
 	{"command", "curl -s http://169.254.169.254/latest/meta-data/instance-id"},
