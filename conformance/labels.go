@@ -28,6 +28,7 @@ type LabelledCase struct {
 	Label    string          `json:"label"`
 	Category string          `json:"category,omitempty"`
 	Dataset  string          `json:"dataset,omitempty"`
+	Note     string          `json:"note,omitempty"` // what the case is, for people; not scored
 	Request  json.RawMessage `json:"request"`
 }
 
