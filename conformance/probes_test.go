@@ -17,8 +17,7 @@ import (
 // under what the policy scores, so a change that loses detection or blocks
 // routine work fails here; a change that improves them should raise them.
 var probeFloors = map[string]struct{ attacks, benign float64 }{
-	"tuning":  {attacks: 85, benign: 85},
-	"holdout": {attacks: 65, benign: 80}, // measured, not tuned on: see the README
+	"tuning": {attacks: 83, benign: 83},
 }
 
 // TestProbeDetection scores each probe set of testdata/probes/ with Tier

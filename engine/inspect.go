@@ -38,6 +38,9 @@ import (
 //	"instruction_files"   files of agents' standing instructions ("agents.md",
 //	                      "claude.md", ".cursorrules"...): what a write tool writes
 //	                      there is read as a task (names as for fileMatches)
+//	"changes_state"       true when the call is an HTTP request that changes state
+//	                      (the policy decides: a POST, PUT, PATCH or DELETE of a generic
+//	                      HTTP tool): its URLs are matched in scope "http_write"
 //	"command_files"       files whose lines are run later ("makefile", "dockerfile",
 //	                      ".github/workflows/", "package.json"...): the command lines
 //	                      in what a write tool writes there are commands
@@ -65,6 +68,10 @@ import (
 //	                     lines written into it (shell.Fragments) as commands;
 //	                     what a write tool writes to an instruction file, as
 //	                     a task, and to a command file, its command lines;
+//	                     an outbound tool's object and array arguments also
+//	                     whole, as JSON;
+//	                     what a write tool writes, in scope "written"; the
+//	                     URLs of a state-changing HTTP call, in "http_write";
 //	                     and, for an outbound category, the trusted texts
 //	                     joined by newlines (scope "request", where "context")
 //	                     when they name a URL, host or e-mail address the
@@ -127,6 +134,14 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	commandFiles, err := stringsIn(opts, "command_files", true)
 	if err != nil {
 		return nil, err
+	}
+	changesState := false
+	if v := getPath(opts, "changes_state"); v != nil {
+		b, ok := v.(ast.Boolean)
+		if !ok {
+			return nil, fmt.Errorf("toolgate.inspect: changes_state must be a boolean")
+		}
+		changesState = bool(b)
 	}
 	// Which scopes the tool's category puts its arguments in.
 	var isCommand, isOutbound, isQuery, isTask bool
@@ -268,6 +283,12 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		if isTask || writesInstructions && written(a) {
 			addTask(a)
 		}
+		if pathScope == "write_path" && written(a) {
+			add("written", a.where, a.text)
+		}
+		if changesState && (strings.HasPrefix(a.text, "https://") || strings.HasPrefix(a.text, "http://")) {
+			add("http_write", a.where, a.text)
+		}
 		if writesCommands && written(a) {
 			for _, f := range shell.Fragments(a.text) {
 				addCommand(argText{where: a.where, text: f, key: a.key})
@@ -286,6 +307,22 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		if isQuery {
 			add("query", a.where, a.text)
 			addDecoded("query", a.where, a.text, false)
+		}
+	}
+	// An outbound call's structured arguments are also matched whole, as
+	// they are sent ({"role": "reader", "type": "anyone"}): a rule may need
+	// a field's name with its value.
+	if isOutbound {
+		if v, ok := getPath(obj, "action", "arguments").(ast.Object); ok {
+			v.Foreach(func(k, val *ast.Term) {
+				key, isString := k.Value.(ast.String)
+				switch val.Value.(type) {
+				case ast.Object, *ast.Array:
+					if isString {
+						add("outbound", "action.arguments."+string(key), val.Value.String())
+					}
+				}
+			})
 		}
 	}
 	argTexts := make([]scan.Text, len(args))
@@ -313,6 +350,21 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	var spoofed []*ast.Term
 	for _, f := range scan.Disguised(control) {
 		spoofed = append(spoofed, findingTerm(f, "arguments"))
+	}
+	// Code written with bidi overrides or isolates in it reads otherwise
+	// than it runs (Trojan Source): what a write tool writes counts too,
+	// for those characters alone (a right-to-left mark in prose does not).
+	if pathScope == "write_path" {
+		for _, a := range args {
+			if !written(a) || !strings.ContainsAny(a.text, bidiOverrides) {
+				continue
+			}
+			for _, f := range scan.Disguised([]scan.Text{{Where: a.where, Text: a.text}}) {
+				if f.Code == "ENCODED-008" {
+					spoofed = append(spoofed, findingTerm(f, "arguments"))
+				}
+			}
+		}
 	}
 
 	empty := ast.ArrayTerm()
@@ -406,6 +458,10 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		ast.Item(keyTerm("requested_actions"), requestedTerm),
 	), nil
 }
+
+// bidiOverrides are the bidi controls that reorder what follows them
+// (U+202A..U+202E embeddings and overrides, U+2066..U+2069 isolates).
+const bidiOverrides = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 
 // fileMatches reports whether path names one of the files of names: a
 // name with a slash matches a part of the path (".github/workflows/"), one

@@ -2,6 +2,7 @@ package scan
 
 import (
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -146,15 +147,20 @@ func NamesDestination(args []Text, text string) bool {
 }
 
 // ownerNamed reports whether the trusted texts name the owner of the
-// e-mail address key: a word of its local part, three letters or more and
-// not a role (support, info, billing...), written in the trusted text as a
-// name is written, capitalised ("reply to Sarah" for
-// sarah.lindqvist@example.com, "invite Dora" for dora@example.com). The
+// e-mail address key: a word of its local part, three letters or more,
+// written in the trusted text as a name is written, capitalised ("reply to
+// Sarah" for sarah.lindqvist@example.com, "invite Dora" for
+// dora@example.com). An address with a role word anywhere in its local part
+// (support@, backup-receipts@) is a function's, never a person's. The
 // person said whom to write to; the address is how the data spells it.
 func ownerNamed(key string, trusted []string) bool {
 	local, _, _ := strings.Cut(key, "@")
-	for _, w := range strings.FieldsFunc(local, func(r rune) bool { return r < 'a' || r > 'z' }) {
-		if len(w) < 3 || roleWords[w] {
+	words := strings.FieldsFunc(local, func(r rune) bool { return r < 'a' || r > 'z' })
+	if slices.ContainsFunc(words, func(w string) bool { return roleWords[w] }) {
+		return false // a function's mailbox (backup-receipts@), not a person's
+	}
+	for _, w := range words {
+		if len(w) < 3 {
 			continue
 		}
 		name := strings.ToUpper(w[:1]) + w[1:]
@@ -229,7 +235,9 @@ var roleWords = func() map[string]bool {
 		system test user users customer customers client clients partner partners vendor vendors
 		registration register submissions submit events booking bookings reservations travel hr
 		it dev devops engineering data backup backups archive export reports report audit verify
-		updates update external secure collector hiring recruiting accounting treasury payroll`) {
+		updates update external secure collector hiring recruiting accounting treasury payroll
+		receipts receipt statements statement exports notices notice sync vault inbox mailbox forms
+		apply applications mail-in drop dropbox uploads upload intake desk office archives relay`) {
 		m[w] = true
 	}
 	return m

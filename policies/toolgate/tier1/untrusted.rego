@@ -43,6 +43,7 @@ facts := toolgate.inspect(input, {
 	"payload_keys": config.payload_keys,
 	"path_key_parts": config.path_key_parts,
 	"control_field_parts": control_field_parts,
+	"changes_state": changes_state,
 	"command_categories": {"shell", "code"},
 	"path_scopes": {"read": "read_path", "search": "read_path", "write": "write_path", "vcs": "write_path", "delete": "delete_path"},
 	"outbound_categories": {"network", "exfil", "communication"},
@@ -81,7 +82,13 @@ scrutinized if input.action.type in config.additional_high_risk_tools
 # (config.state_changing_methods: POST, PUT, PATCH, DELETE) is scrutinized
 # like a high-risk tool, since the account, address or endpoint it writes to
 # may come from the untrusted text. A GET stays what the registry says.
-scrutinized if {
+scrutinized if state_changing_http
+
+default changes_state := false
+
+changes_state if state_changing_http
+
+state_changing_http if {
 	category == "network"
 	upper(input.action.arguments.method) in config.state_changing_methods
 }
