@@ -111,29 +111,26 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		return nil, fmt.Errorf("toolgate.inspect: options must be an object")
 	}
 	category := stringField(opts, "category")
-	payloadKeys, err := stringsIn(opts, "payload_keys", false)
-	if err != nil {
-		return nil, err
-	}
-	pathParts, err := stringsIn(opts, "path_key_parts", true)
-	if err != nil {
-		return nil, err
-	}
-	controlParts, err := stringsIn(opts, "control_field_parts", true)
-	if err != nil {
-		return nil, err
-	}
-	scriptSuffixes, err := stringsIn(opts, "script_suffixes", true)
-	if err != nil {
-		return nil, err
-	}
-	instructionFiles, err := stringsIn(opts, "instruction_files", true)
-	if err != nil {
-		return nil, err
-	}
-	commandFiles, err := stringsIn(opts, "command_files", true)
-	if err != nil {
-		return nil, err
+	// The string-set options; a non-string element is an error in all but
+	// payload_keys, where it simply never matches.
+	var payloadKeys, pathParts, controlParts, scriptSuffixes, instructionFiles, commandFiles ast.Value
+	for _, o := range []struct {
+		key    string
+		strict bool
+		into   *ast.Value
+	}{
+		{"payload_keys", false, &payloadKeys},
+		{"path_key_parts", true, &pathParts},
+		{"control_field_parts", true, &controlParts},
+		{"script_suffixes", true, &scriptSuffixes},
+		{"instruction_files", true, &instructionFiles},
+		{"command_files", true, &commandFiles},
+	} {
+		v, err := stringsIn(opts, o.key, o.strict)
+		if err != nil {
+			return nil, err
+		}
+		*o.into = v
 	}
 	changesState := false
 	if v := getPath(opts, "changes_state"); v != nil {
