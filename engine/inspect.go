@@ -25,8 +25,9 @@ import (
 //	"danger"              dangerous-command rules
 //	"payload_keys"        argument names that carry payload, not control values
 //	"path_key_parts"      an argument whose name contains one of these holds a path
-//	"control_field_parts" a field of a structured payload argument whose name
-//	                      contains one of these is a control value (isPayload)
+//	"control_field_parts" for an HTTP tool, a field of a structured payload
+//	                      argument whose name contains one of these is a control
+//	                      value (isPayload)
 //	"command_categories"  categories whose every string argument is a command
 //	"path_scopes"         category → scope of its path arguments (read_path, write_path...)
 //	"outbound_categories" categories whose arguments leave the host
@@ -38,9 +39,10 @@ import (
 //	"instruction_files"   files of agents' standing instructions ("agents.md",
 //	                      "claude.md", ".cursorrules"...): what a write tool writes
 //	                      there is read as a task (names as for fileMatches)
-//	"changes_state"       true when the call is an HTTP request that changes state
-//	                      (the policy decides: a POST, PUT, PATCH or DELETE of a generic
-//	                      HTTP tool): its URLs are matched in scope "http_write"
+//	"http_categories"     categories of generic HTTP tools (api_call, http_request)
+//	"state_changing_methods" HTTP methods that change state (POST, PUT...): the URLs
+//	                      of such a request of an HTTP tool are matched in scope
+//	                      "http_write"
 //	"command_files"       files whose lines are run later ("makefile", "dockerfile",
 //	                      ".github/workflows/", "package.json"...): the command lines
 //	                      in what a write tool writes there are commands
@@ -113,7 +115,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	category := stringField(opts, "category")
 	// The string-set options; a non-string element is an error in all but
 	// payload_keys, where it simply never matches.
-	var payloadKeys, pathParts, controlParts, scriptSuffixes, instructionFiles, commandFiles ast.Value
+	var payloadKeys, pathParts, controlParts, scriptSuffixes, instructionFiles, commandFiles, httpCategories, writeMethods ast.Value
 	for _, o := range []struct {
 		key    string
 		strict bool
@@ -125,6 +127,8 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		{"script_suffixes", true, &scriptSuffixes},
 		{"instruction_files", true, &instructionFiles},
 		{"command_files", true, &commandFiles},
+		{"http_categories", false, &httpCategories},
+		{"state_changing_methods", true, &writeMethods},
 	} {
 		v, err := stringsIn(opts, o.key, o.strict)
 		if err != nil {
@@ -132,14 +136,17 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		}
 		*o.into = v
 	}
-	changesState := false
-	if v := getPath(opts, "changes_state"); v != nil {
-		b, ok := v.(ast.Boolean)
-		if !ok {
-			return nil, fmt.Errorf("toolgate.inspect: changes_state must be a boolean")
-		}
-		changesState = bool(b)
+	// A generic HTTP tool's body is the request itself: its fields that
+	// name a destination or a principal (control_field_parts) are control
+	// values; a message's body says what it says, whatever its fields are
+	// called. Its URLs are matched in "http_write" when the request changes
+	// state (its method is one of state_changing_methods).
+	isHTTP := contains(httpCategories, category)
+	if !isHTTP {
+		controlParts = nil
 	}
+	method, _ := getPath(obj, "action", "arguments", "method").(ast.String)
+	changesState := isHTTP && contains(writeMethods, strings.ToUpper(string(method)))
 	// Which scopes the tool's category puts its arguments in.
 	var isCommand, isOutbound, isQuery, isTask bool
 	for _, set := range []struct {

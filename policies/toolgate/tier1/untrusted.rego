@@ -42,8 +42,9 @@ facts := toolgate.inspect(input, {
 	"danger": data.toolgate.danger.rules,
 	"payload_keys": config.payload_keys,
 	"path_key_parts": config.path_key_parts,
-	"control_field_parts": control_field_parts,
-	"changes_state": changes_state,
+	"control_field_parts": config.control_field_parts,
+	"http_categories": {"network"},
+	"state_changing_methods": config.state_changing_methods,
 	"command_categories": {"shell", "code"},
 	"path_scopes": {"read": "read_path", "search": "read_path", "write": "write_path", "vcs": "write_path", "delete": "delete_path"},
 	"outbound_categories": {"network", "exfil", "communication"},
@@ -63,14 +64,6 @@ facts := toolgate.inspect(input, {
 	"generic_verbs": {"manage"},
 })
 
-# A generic HTTP tool's body is the request itself: its fields that name a
-# destination or a principal (config.control_field_parts: email, url,
-# account...) are control values, like the tool's own arguments. A message's
-# body or attachments say what it says, whatever their fields are called.
-control_field_parts := config.control_field_parts if category == "network"
-
-else := []
-
 has_untrusted if count(facts.texts.untrusted) > 0
 
 scrutinized if risk in config.scrutinized_risks
@@ -83,10 +76,6 @@ scrutinized if input.action.type in config.additional_high_risk_tools
 # like a high-risk tool, since the account, address or endpoint it writes to
 # may come from the untrusted text. A GET stays what the registry says.
 scrutinized if state_changing_http
-
-default changes_state := false
-
-changes_state if state_changing_http
 
 state_changing_http if {
 	category == "network"
