@@ -264,10 +264,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	// CLAUDE.md, .cursorrules: instruction_files) writes a task for every
 	// agent that later reads them.
 	writesInstructions := pathScope == "write_path" && slices.ContainsFunc(args, func(a argText) bool {
-		if !isPath(a.key) {
-			return false
-		}
-		return fileMatches(a.text, instructionFiles)
+		return isPath(a.key) && fileMatches(a.text, instructionFiles)
 	})
 	// An instruction to another agent: read as words (task), for the
 	// credential files it names (read_path), and for the command lines

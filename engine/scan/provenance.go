@@ -237,7 +237,7 @@ var roleWords = func() map[string]bool {
 		it dev devops engineering data backup backups archive export reports report audit verify
 		updates update external secure collector hiring recruiting accounting treasury payroll
 		receipts receipt statements statement exports notices notice sync vault inbox mailbox forms
-		apply applications mail-in drop dropbox uploads upload intake desk office archives relay`) {
+		apply applications drop dropbox uploads upload intake desk archives relay`) {
 		m[w] = true
 	}
 	return m

@@ -43,7 +43,7 @@ facts := toolgate.inspect(input, {
 	"payload_keys": config.payload_keys,
 	"path_key_parts": config.path_key_parts,
 	"control_field_parts": config.control_field_parts,
-	"http_categories": {"network"},
+	"http_categories": config.http_categories,
 	"state_changing_methods": config.state_changing_methods,
 	"command_categories": {"shell", "code"},
 	"path_scopes": {"read": "read_path", "search": "read_path", "write": "write_path", "vcs": "write_path", "delete": "delete_path"},
@@ -70,15 +70,16 @@ scrutinized if risk in config.scrutinized_risks
 
 scrutinized if input.action.type in config.additional_high_risk_tools
 
-# A generic HTTP tool (category "network": api_call, http_request...) is as
-# risky as the request it makes: one that changes state somewhere
-# (config.state_changing_methods: POST, PUT, PATCH, DELETE) is scrutinized
-# like a high-risk tool, since the account, address or endpoint it writes to
-# may come from the untrusted text. A GET stays what the registry says.
+# A generic HTTP tool (config.http_categories: "network", for api_call,
+# http_request...) is as risky as the request it makes: one that changes
+# state somewhere (config.state_changing_methods: POST, PUT, PATCH, DELETE)
+# is scrutinized like a high-risk tool, since the account, address or
+# endpoint it writes to may come from the untrusted text. A GET stays what
+# the registry says.
 scrutinized if state_changing_http
 
 state_changing_http if {
-	category == "network"
+	category in config.http_categories
 	upper(input.action.arguments.method) in config.state_changing_methods
 }
 
