@@ -190,8 +190,8 @@ func startsWithCommand(s string) bool {
 	}
 	// "find the bug", "export the report": an English word is a command
 	// only when what follows looks like an argument.
-	next := strings.TrimLeft(s[end:], " \t")
-	return next != "" && (strings.IndexByte("-/~.$\"'*", next[0]) >= 0 || strings.ContainsAny(strings.Fields(next)[0], "/.="))
+	arg := strings.Fields(s[end:])
+	return len(arg) > 0 && (strings.IndexByte("-/~.$\"'*", arg[0][0]) >= 0 || strings.ContainsAny(arg[0], "/.="))
 }
 
 // englishWords are command names that are also everyday words.
