@@ -22,8 +22,10 @@ import (
 //     xxd -r -p is replaced by what comes out, where it is piped into a
 //     shell or read back by $(...) (echo 'hs | ...' | rev | sh).
 //
-// Each step is one bounded pass over the text; values are taken literally,
-// as written, and nothing is run.
+// Each step runs a bounded number of rounds over the text (64 joins, 16
+// substitutions, 8 filter runs) and gives up when what it builds passes
+// about twice the input; values are taken literally, as written, and
+// nothing is run.
 
 var (
 	// concatRE is a quoted string, "+", and another string in the same quotes.
