@@ -269,31 +269,33 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	// An instruction to another agent: read as words (task), for the
 	// credential files it names (read_path), and for the command lines
 	// written into it (command).
-	addTask := func(a argText) {
-		add("task", a.where, a.text)
-		addDecoded("task", a.where, a.text, false)
-		add("read_path", a.where, a.text)
+	addFragments := func(a argText) { // the command lines written into a text
 		for _, f := range shell.Fragments(a.text) {
 			addCommand(argText{where: a.where, text: f, key: a.key})
 		}
 	}
+	addTask := func(a argText) {
+		add("task", a.where, a.text)
+		addDecoded("task", a.where, a.text, false)
+		add("read_path", a.where, a.text)
+		addFragments(a)
+	}
 	for _, a := range args {
-		if isCommand || writesScript && written(a) {
+		isWritten := pathScope == "write_path" && written(a) // writesScript and the others imply the scope
+		if isCommand || writesScript && isWritten {
 			addCommand(a)
 		}
-		if isTask || writesInstructions && written(a) {
+		if isTask || writesInstructions && isWritten {
 			addTask(a)
 		}
-		if pathScope == "write_path" && written(a) {
+		if isWritten {
 			add("written", a.where, a.text)
 		}
 		if changesState && (strings.HasPrefix(a.text, "https://") || strings.HasPrefix(a.text, "http://")) {
 			add("http_write", a.where, a.text)
 		}
-		if writesCommands && written(a) {
-			for _, f := range shell.Fragments(a.text) {
-				addCommand(argText{where: a.where, text: f, key: a.key})
-			}
+		if writesCommands && isWritten {
+			addFragments(a)
 		}
 		if hasPathScope && isPath(a.key) {
 			add(pathScope, a.where, a.text)

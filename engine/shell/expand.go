@@ -59,7 +59,7 @@ func stripCarets(s string) string {
 	b := []byte(s)
 	out := b[:0]
 	for i, c := range b {
-		if c == '^' && i > 0 && i+1 < len(b) && isAlnumByte(b[i-1]) && isAlnumByte(b[i+1]) {
+		if c == '^' && i > 0 && i+1 < len(b) && isAlnum(b[i-1]) && isAlnum(b[i+1]) {
 			continue
 		}
 		out = append(out, c)
@@ -67,9 +67,7 @@ func stripCarets(s string) string {
 	return string(out)
 }
 
-func isAlnumByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
-}
+func isAlnum(c byte) bool { return isLetter(c) || isDigit(c) }
 
 // joinConcat joins quoted strings concatenated with "+".
 func joinConcat(s string) string {

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -10,8 +11,9 @@ import (
 // agent will run, and they are as dangerous there as in a shell tool's
 // argument. A fragment is a code span (`...` or a ``` block), a quoted
 // string that starts with a command name, or the rest of a clause from the
-// first command name in it (a clause ends at a line break, a semicolon, a
-// sentence end or a list number). Command names are those of fragmentCommands:
+// first command name in it (a clause ends at a line break, a sentence end,
+// a list number or " then"; a semicolon does not end one, since a command
+// line may hold it). Command names are those of fragmentCommands:
 // commands the danger rules name, so that ordinary words ("find the
 // bug", "copy the text") are not taken for commands unless they start a
 // code span. At most maxFragments fragments of at most maxFragment bytes.
@@ -25,7 +27,7 @@ func Fragments(text string) []string {
 		if len(s) > maxFragment {
 			s = s[:maxFragment]
 		}
-		if s != "" && len(out) < maxFragments && !contains(out, s) {
+		if s != "" && len(out) < maxFragments && !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}
@@ -74,15 +76,6 @@ const (
 	maxFragment  = 1024
 )
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // between returns the texts between pairs of q on one line.
 func between(text string, q byte) []string {
 	var out []string
@@ -104,9 +97,9 @@ func between(text string, q byte) []string {
 }
 
 // clauses splits prose where a command line would end: line breaks,
-// semicolons outside quotes are kept (a command may hold them), sentence
-// ends (". " before a capital letter or a list number), list numbers
-// ("2) ", "3. ") and " then ".
+// sentence ends (". " before a capital letter or a list number), list
+// numbers ("2) ") and " then ". Semicolons are kept: a command may hold
+// them.
 func clauses(text string) []string {
 	var out []string
 	for _, line := range strings.Split(text, "\n") {
