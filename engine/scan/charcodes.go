@@ -7,14 +7,20 @@ import (
 
 // Character codes handed to a decoding function spell a string one number
 // at a time: PowerShell's [char[]](83,101,116) and [byte[]](...), Python's
-// bytes([...]) and bytearray([...]), JavaScript's String.fromCharCode(...),
-// SQL's CHAR(83,69,76,...), and chr(99).chr(117) or Chr(99) & Chr(117)
-// chains. A list is read only after one of these markers, so that a row of
-// numbers in a spreadsheet is never taken for text.
+// bytes([...]), bytearray([...]) and map(chr, [...]), JavaScript's
+// String.fromCharCode(...), MySQL's CHAR(83,69,76,...), and chains of one
+// code per call: chr(99).chr(117), Chr(99) & Chr(117), SQL Server's
+// CHAR(68)+CHAR(82) and PostgreSQL's chr(68)||chr(82). A list is read only
+// after one of these markers, so that a row of numbers in a spreadsheet is
+// never taken for text.
 
 // codeListMarkers open a list of codes (lower case; the text is searched
 // case-insensitively).
-var codeListMarkers = []string{"[char[]]", "[byte[]]", "fromcharcode(", "bytes([", "bytearray([", "char("}
+var codeListMarkers = []string{"[char[]]", "[byte[]]", "fromcharcode(", "bytes([", "bytearray([", "map(chr,", "char("}
+
+// chainCalls are the functions whose calls, one code each, chain into a
+// string (lower case; nchar before char, which it holds).
+var chainCalls = []string{"chr(", "nchar(", "char("}
 
 const minCodes = 4 // shortest list or chain read
 
@@ -40,16 +46,23 @@ func charCodes(s string) []string {
 			off = max(end, start)
 		}
 	}
-	for off := 0; ; {
-		i := strings.Index(lower[off:], "chr(")
-		if i < 0 {
-			break
+	for _, call := range chainCalls {
+		for off := 0; ; {
+			i := strings.Index(lower[off:], call)
+			if i < 0 {
+				break
+			}
+			// nchar( holds char(: the chain is read once, from nchar.
+			if call == "char(" && off+i > 0 && lower[off+i-1] == 'n' {
+				off += i + len(call)
+				continue
+			}
+			text, end := chrChain(lower, off+i)
+			if text != "" {
+				out = append(out, text)
+			}
+			off = max(end, off+i+len(call))
 		}
-		text, end := chrChain(lower, off+i)
-		if text != "" {
-			out = append(out, text)
-		}
-		off = max(end, off+i+4)
 	}
 	return out
 }
@@ -85,13 +98,18 @@ func codeList(s string, i int) (string, int) {
 	return string(b), i
 }
 
-// chrChain reads chr(N) calls joined by "+", ".", "&" or "," (and spaces)
-// from s[i:], where s[i:] starts with "chr(".
+// chrChain reads calls of one code each (chainCalls: chr, char, nchar,
+// mixed as SQL Server allows) joined by "+", ".", "&", "," or "||" (and
+// spaces) from s[i:], where s[i:] starts with one. A call of several codes
+// (MySQL's CHAR(83,69,76)) ends the chain; codeList reads it.
 func chrChain(s string, i int) (string, int) {
 	var b []byte
 	n := 0
-	for len(b) < MaxDecoded && strings.HasPrefix(s[i:], "chr(") {
-		v, next, ok := number(s, i+4)
+	for call := chainCallAt(s, i); len(b) < MaxDecoded && call > 0; call = chainCallAt(s, i) {
+		v, next, ok := number(s, i+call)
+		for next < len(s) && s[next] == ' ' {
+			next++
+		}
 		if !ok || next >= len(s) || s[next] != ')' || !codePoint(v) {
 			break
 		}
@@ -99,10 +117,10 @@ func chrChain(s string, i int) (string, int) {
 		n++
 		i = next + 1
 		j := i
-		for j < len(s) && strings.IndexByte(" +.&,", s[j]) >= 0 {
+		for j < len(s) && strings.IndexByte(" +.&,|", s[j]) >= 0 {
 			j++
 		}
-		if !strings.HasPrefix(s[j:], "chr(") {
+		if chainCallAt(s, j) == 0 {
 			break
 		}
 		i = j
@@ -111,6 +129,16 @@ func chrChain(s string, i int) (string, int) {
 		return "", i
 	}
 	return string(b), i
+}
+
+// chainCallAt returns the length of the chain call s[i:] starts with, or 0.
+func chainCallAt(s string, i int) int {
+	for _, call := range chainCalls {
+		if strings.HasPrefix(s[i:], call) {
+			return len(call)
+		}
+	}
+	return 0
 }
 
 // number reads a decimal or 0x-prefixed hex number of at most 7 digits at
