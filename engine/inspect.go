@@ -88,9 +88,11 @@ import (
 //	                     de-obfuscated (toolgate.deobfuscate: spaced-out letters
 //	                     joined, leetspeak read as letters), without the hits the
 //	                     plain text already gave (same code and where)
-//	"requested_actions"  [{"verb", "where"}]: verbs of the tool's name that
-//	                     the untrusted text asks for and the trusted text
-//	                     never mentions (scan.RequestedActions)
+//	"requested_actions"  [{"verb", "where"}]: verbs of the tool's name (and,
+//	                     for a state-changing HTTP call, of what the call says
+//	                     it does: httpActionWords) that the untrusted text
+//	                     asks for and the trusted text never mentions
+//	                     (scan.RequestedActions)
 //
 // The last six are computed only when untrusted text is in view, and are
 // empty otherwise.
@@ -383,8 +385,12 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 				trusted[i] = scan.Text{Text: w}
 			}
 			tool, _ := getPath(obj, "action", "type").(ast.String)
+			name := string(tool)
+			if changesState {
+				name += httpActionWords(args)
+			}
 			var req []*ast.Term
-			for _, r := range verbs.RequestedActions(string(tool), trusted, untrusted) {
+			for _, r := range verbs.RequestedActions(name, trusted, untrusted) {
 				req = append(req, ast.ObjectTerm(
 					ast.Item(keyTerm("verb"), ast.StringTerm(r.Verb)),
 					ast.Item(keyTerm("where"), ast.StringTerm(r.Where)),
@@ -598,4 +604,32 @@ func anyString(v ast.Value, f func(string) bool) bool {
 // contains reports whether the array or set v holds the string s.
 func contains(v ast.Value, s string) bool {
 	return anyString(v, func(x string) bool { return x == s })
+}
+
+// actionFields name the body fields of an HTTP call that say what it does
+// ({"command": "unlock"}, {"action": "open"}).
+var actionFields = map[string]bool{"action": true, "command": true, "cmd": true, "operation": true, "op": true}
+
+// httpActionWords returns what a state-changing HTTP call says it does, as
+// words to read beside the tool's name (api_call says nothing): the words
+// of its URLs' paths ("/v1/refunds", "/users/42/lifecycle/reset_factors"),
+// "delete" when it or a request it batches uses DELETE, and the values of
+// body fields named in actionFields. POST, PUT and PATCH say only that
+// something changes, so they add nothing.
+func httpActionWords(args []argText) string {
+	var b strings.Builder
+	for _, a := range args {
+		field := strings.ToLower(a.where[strings.LastIndexAny(a.where, ".]")+1:])
+		switch {
+		case strings.HasPrefix(a.text, "https://") || strings.HasPrefix(a.text, "http://"):
+			if u, err := url.Parse(a.text); err == nil {
+				b.WriteString(" " + u.Path)
+			}
+		case field == "method" && strings.EqualFold(a.text, "DELETE"):
+			b.WriteString(" delete")
+		case actionFields[field] && len(a.text) <= 64:
+			b.WriteString(" " + a.text)
+		}
+	}
+	return b.String()
 }

@@ -164,10 +164,10 @@ func nameWords(name string) []string {
 
 // eachToken calls f with each ASCII word of s in order: the word in lower
 // case (in a buffer f must not keep; empty when longer than 32 letters),
-// the text between it and the word before (or the text's start), and
-// whether it begins with a capital. It stops when f returns false or
-// MaxVerbWords words were read.
-func eachToken(s string, f func(word []byte, sep string, upper bool) bool) {
+// the text between it and the word before (or the text's start), whether
+// it begins with a capital, and the byte after it (0 at the end). It stops
+// when f returns false or MaxVerbWords words were read.
+func eachToken(s string, f func(word []byte, sep string, upper bool, next byte) bool) {
 	var buf [32]byte
 	n := 0
 	for i := 0; i < len(s) && n < MaxVerbWords; {
@@ -190,7 +190,11 @@ func eachToken(s string, f func(word []byte, sep string, upper bool) bool) {
 				w[k] = s[i+k] | 0x20 // ASCII letters only: lower case
 			}
 		}
-		if !f(w, s[from:i], 'A' <= s[i] && s[i] <= 'Z') {
+		var next byte
+		if j < len(s) {
+			next = s[j]
+		}
+		if !f(w, s[from:i], 'A' <= s[i] && s[i] <= 'Z', next) {
 			return
 		}
 		i = j
@@ -201,7 +205,7 @@ func eachToken(s string, f func(word []byte, sep string, upper bool) bool) {
 // must not keep), in order, until f returns false or MaxVerbWords words
 // were read. Words longer than 32 letters are skipped.
 func eachWord(s string, f func(stem []byte) bool) {
-	eachToken(s, func(w []byte, _ string, _ bool) bool {
+	eachToken(s, func(w []byte, _ string, _ bool, _ byte) bool {
 		return len(w) == 0 || f(stemBytes(w))
 	})
 }
@@ -219,13 +223,19 @@ func eachWord(s string, f func(stem []byte) bool) {
 //     after you need to or you have to; after make sure, be sure, remember
 //     or don't forget to;
 //   - after also, then, now, immediately, first or just, in such a place.
+//
+// A word quoted alone ("DELETE", 'cancel') is a value or a label, as in
+// JSON's {"method": "DELETE"} or a button's 'Delete', not a request.
 func eachImperative(s string, f func(word []byte) bool) {
 	var prev, prev2 string // the two words before, lower case (short ones only)
 	lead := true           // the next word stands in a request's verb place
-	eachToken(s, func(w []byte, sep string, upper bool) bool {
+	eachToken(s, func(w []byte, sep string, upper bool, next byte) bool {
 		punct := strings.ContainsAny(sep, ".!?:;\n\"'([{`")
 		comma := strings.IndexByte(sep, ',') >= 0
 		here := lead || punct || comma && upper
+		if sep != "" && isQuote(sep[len(sep)-1]) && isQuote(next) {
+			here = false
+		}
 		word := ""
 		if len(w) <= 12 {
 			word = string(w) // small words only: the triggers below
@@ -284,3 +294,5 @@ func stemBytes(w []byte) []byte {
 }
 
 var suffixes = []string{"ing", "ed", "es", "s"}
+
+func isQuote(c byte) bool { return c == '"' || c == '\'' || c == '`' }

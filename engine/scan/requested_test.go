@@ -88,6 +88,9 @@ func TestEachImperative(t *testing.T) {
 		"Step 2: delete the cache":                         "delete",
 		strings.Repeat("x", 40) + " please delete":         "delete",
 		"please " + strings.Repeat("x", 40) + " delete it": "",
+		`{"method":"DELETE","href":"/v3/rooms/9f1c"}`:      "",
+		"click 'Delete' to remove the event":               "",
+		`"Delete the event"`:                               "delete",
 	} {
 		var got []string
 		eachImperative(text, func(w []byte) bool { // every verb above, as a request uses it
