@@ -412,6 +412,8 @@ var dangerCommands = []struct{ cmd, code string }{
 	{"echo x | sudo tee /etc/sudoers.d/bob", "DANGER-063"},
 	{"usermod -aG sudo bob", "DANGER-064"},
 	{"net localgroup administrators bob /add", "DANGER-064"},
+	{"net user administrator Winter2024!", "DANGER-064"},
+	{`powershell -Command "Set-ADAccountPassword -Identity Administrator -Reset -NewPassword (ConvertTo-SecureString 'x' -AsPlainText -Force)"`, "DANGER-064"},
 	{"echo 'x:x:0:0::/root:/bin/sh' >> /etc/passwd", "DANGER-064"},
 	{"setcap cap_setuid+ep /usr/bin/python3", "DANGER-065"},
 	{"chmod -R 777 .", "DANGER-066"},
@@ -533,6 +535,8 @@ var routineCommands = []string{
 	`curl -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com/user`,
 	`curl -u "$CLIENT_ID:$CLIENT_SECRET" -d grant_type=client_credentials https://auth.example/token`,
 	`env NODE_ENV=production npm run build`,
+	"net user administrator /active:no",
+	"net user jdoe /domain",
 	`env | grep -i proxy`,
 	`gh pr comment 12 --body "CI is green on $(git rev-parse --short HEAD)"`,
 	`const total = eval(expression); console.log(atob(encoded))`,
@@ -784,6 +788,10 @@ var dangerPaths = []struct{ target, path, code string }{
 	// security and access changed through an HTTP API
 	{"http_write", "https://api.halcyonbank.example/v1/security/2fa", "DANGER-150"},
 	{"http_write", "https://gmail.googleapis.com/gmail/v1/users/me/settings/autoForwarding", "DANGER-150"},
+	{"http_write", "https://acme.okta.example/api/v1/users/00u8k2/lifecycle/reset_factors", "DANGER-150"},
+	{"outbound", "VPN: vpn.acme.example, IPsec PSK: Qz7!mR4t#Lx92", "DANGER-103"},
+	{"written", "      Principal = { AWS = \"arn:aws:iam::491823776015:root\" }\n      Action    = \"*\"", "DANGER-158"},
+	{"written", `{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject"}`, "DANGER-158"},
 	{"outbound", `{"displayName": "x", "actions": {"forwardTo": [{"emailAddress": {"address": "a@b.example"}}]}}`, "DANGER-156"},
 	{"outbound", `{"criteria": {"from": "bank"}, "action": {"forward": "drop@mail.example"}}`, "DANGER-156"},
 	{"http_write", "https://api.github.com/repos/acme/app/branches/main/protection", "DANGER-150"},
@@ -1082,6 +1090,8 @@ var routinePaths = []struct{ target, path string }{
 	{"task", "Disable the flaky test temporarily and open an issue for it"},
 	{"task", "Post the deploy summary to https://hooks.slack.example/T01 and mention that no secrets were rotated"},
 	{"written", "const total = eval(expression); const raw = atob(encoded);"},
+	{"written", `{"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": "arn:aws:s3:::reports/*"}`},
+	{"outbound", "The PSK rotation is scheduled for Friday; no action needed."},
 }
 
 func TestDangerCommands(t *testing.T) {
