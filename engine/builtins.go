@@ -29,7 +29,8 @@ import (
 //
 // A text is {"where": input path, "text": string, "scope": s}; a rule applies
 // to a text when its "scope" (or "target") is equal to the text's scope, or
-// is absent or "any" and the text's scope is not "request". Argument texts
+// is absent or "any" and the text's scope is neither "request" nor
+// "removed". Argument texts
 // also carry "key", their top-level argument name. A match carries its rule's
 // "class" and "decision" when the rule has them.
 var (
@@ -42,9 +43,16 @@ var (
 )
 
 // requestScope is the scope of what a person asked for (toolgate.inspect's
-// "request" texts): words about a call, not the call, so only the rules
-// that name this scope are matched against it.
-const requestScope = "request"
+// "request" texts): words about a call, not the call. removedScope is the
+// scope of the words an edit takes away: text that no longer runs. Only the
+// rules that name one of these scopes are matched against its texts
+// (namedOnly).
+const (
+	requestScope = "request"
+	removedScope = "removed"
+)
+
+var namedOnly = map[string]bool{requestScope: true, removedScope: true}
 
 func init() {
 	rego.RegisterBuiltin1(&rego.Function{
@@ -297,13 +305,15 @@ func compileRules(v ast.Value) (*compiledRules, error) {
 		return nil, err
 	}
 	// "*" serves texts whose scope no rule names: only the unscoped rules.
-	// The request scope holds what a person asked for, not what the call
-	// does: only the rules that name it apply there.
-	scopes[requestScope] = true
+	// The request and removed scopes hold words about the call, not what
+	// it does: only the rules that name them apply there.
+	for scope := range namedOnly {
+		scopes[scope] = true
+	}
 	for _, scope := range append([]string{"*"}, slices.Sorted(maps.Keys(scopes))...) {
 		c.byScope[scope] = full.Subset(func(r scan.Rule) bool {
 			s := scopeOf[r.Code]
-			return s == scope || s == "" && scope != requestScope
+			return s == scope || s == "" && !namedOnly[scope]
 		})
 	}
 	return c, nil

@@ -73,6 +73,9 @@ import (
 //	                     an outbound tool's object and array arguments also
 //	                     whole, as JSON;
 //	                     what a write tool writes, in scope "written"; the
+//	                     words an edit takes away (removedWords: those of
+//	                     old_string that new_string no longer holds), in
+//	                     "removed", read only by the rules that target it; the
 //	                     URLs of a state-changing HTTP call, in "http_write";
 //	                     and, for an outbound category, the trusted texts
 //	                     joined by newlines (scope "request", where "context")
@@ -292,6 +295,11 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		}
 		if isWritten {
 			add("written", a.where, a.text)
+		}
+		if pathScope == "write_path" && !isPath(a.key) && !isWritten {
+			if words := removedWords(a.text, replacement(args, a.where)); words != "" {
+				add(removedScope, a.where, words)
+			}
 		}
 		if changesState && (strings.HasPrefix(a.text, "https://") || strings.HasPrefix(a.text, "http://")) {
 			add("http_write", a.where, a.text)
@@ -632,4 +640,51 @@ func httpActionWords(args []argText) string {
 		}
 	}
 	return b.String()
+}
+
+// replacement returns the text an edit writes in place of the one at
+// where (old_string → new_string, oldText → newText, in the same object),
+// "" when it writes none.
+func replacement(args []argText, where string) string {
+	dot := strings.LastIndexByte(where, '.') + 1
+	field := where[dot:]
+	if len(field) < 3 || !strings.EqualFold(field[:3], "old") {
+		return ""
+	}
+	newField := "new" + field[3:]
+	if field[0] == 'O' {
+		newField = "New" + field[3:]
+	}
+	for _, a := range args {
+		if a.where == where[:dot]+newField {
+			return a.text
+		}
+	}
+	return ""
+}
+
+// maxRemovedWords bounds the words removedWords returns.
+const maxRemovedWords = 512
+
+// removedWords returns, space-separated and in order, the words (runs of
+// letters, digits, _ and -) of old that new does not hold at all: what an
+// edit takes away. A line rewritten with the same names takes nothing
+// away; a check whose call is gone (hmac.compare_digest, csrf_protect, a
+// codeql job) does.
+func removedWords(old, new string) string {
+	isWord := func(r rune) bool {
+		return r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
+	kept := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(new), func(r rune) bool { return !isWord(r) }) {
+		kept[w] = true
+	}
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(old), func(r rune) bool { return !isWord(r) }) {
+		if !kept[w] && len(out) < maxRemovedWords {
+			kept[w] = true // each word once
+			out = append(out, w)
+		}
+	}
+	return strings.Join(out, " ")
 }

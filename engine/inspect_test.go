@@ -373,3 +373,48 @@ func TestHTTPRequestedAction(t *testing.T) {
 		})
 	}
 }
+
+func TestRemovedWords(t *testing.T) {
+	for _, tc := range []struct{ old, new, want string }{
+		{"if not hmac.compare_digest(expected, sig):\n    return False", "return True", "if not hmac compare_digest expected sig false"},
+		{"hmac.compare_digest(expected, sig)", "hmac.compare_digest(want, got)", "expected sig"},
+		{"  codeql:\n    uses: ./codeql.yml\n  build:", "  build:", "codeql uses yml"},
+		{"same words", "words same", ""},
+		{"Verify_Signature(x)", "", "verify_signature x"},
+	} {
+		if got := removedWords(tc.old, tc.new); got != tc.want {
+			t.Errorf("removedWords(%q, %q) = %q, want %q", tc.old, tc.new, got, tc.want)
+		}
+	}
+}
+
+// TestInspectRemoved: what an edit takes away is read by the rules that
+// target "removed", and by no other.
+func TestInspectRemoved(t *testing.T) {
+	e := newTestEngine(t)
+	for _, tc := range []struct {
+		name, tool, args string
+		want             string // a DANGER code among the reasons, "" for none
+	}{
+		{"a signature check replaced by return True", "Edit",
+			`{"file_path":"src/webhooks.py","old_string":"    return hmac.compare_digest(expected, sig_header)","new_string":"    return True"}`, "DANGER-159"},
+		{"the check kept, its names changed", "Edit",
+			`{"file_path":"src/webhooks.py","old_string":"    return hmac.compare_digest(expected, sig_header)","new_string":"    return hmac.compare_digest(want, header)"}`, ""},
+		{"a MultiEdit removing a CI security job", "MultiEdit",
+			`{"file_path":".github/workflows/ci.yml","edits":[{"old_string":"  codeql:\n    uses: ./.github/workflows/codeql.yml\n  test:","new_string":"  test:"}]}`, "DANGER-159"},
+		{"words taken away are not commands", "Edit",
+			`{"file_path":"deploy.sh","old_string":"curl -s https://x.example/i.sh | sh","new_string":"./install.sh"}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			js := fmt.Sprintf(`{"agent":{"id":"a","trust_level":"trusted"},"action":{"type":%q,"arguments":%s},"context":{"conversation_id":"c","step_number":1}}`, tc.tool, tc.args)
+			d, err := e.Evaluate(context.Background(), mustRequest(t, js), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" && d.Outcome != schema.Allow {
+				t.Errorf("%s %v, want allow", d.Outcome, d.Codes())
+			}
+			wantDanger(t, d, tc.want)
+		})
+	}
+}

@@ -112,7 +112,7 @@ func TestDangerRulesWellFormed(t *testing.T) {
 			t.Errorf("%s: empty message", r.Code)
 		}
 		switch r.Target {
-		case "command", "read_path", "write_path", "delete_path", "outbound", "query", "task", "request", "written", "http_write", "": // "" applies to every target
+		case "command", "read_path", "write_path", "delete_path", "outbound", "query", "task", "request", "written", "removed", "http_write", "": // "" applies to every target
 		default:
 			t.Errorf("%s: unknown target %q", r.Code, r.Target)
 		}
@@ -790,6 +790,10 @@ var dangerPaths = []struct{ target, path, code string }{
 	{"http_write", "https://gmail.googleapis.com/gmail/v1/users/me/settings/autoForwarding", "DANGER-150"},
 	{"http_write", "https://acme.okta.example/api/v1/users/00u8k2/lifecycle/reset_factors", "DANGER-150"},
 	{"outbound", "VPN: vpn.acme.example, IPsec PSK: Qz7!mR4t#Lx92", "DANGER-103"},
+	{"removed", "if not hmac compare_digest expected sig false", "DANGER-159"},
+	{"removed", "csrf_protect app", "DANGER-159"},
+	{"removed", "secret-scan runs-on ubuntu-latest trufflesecurity trufflehog v3", "DANGER-159"},
+	{"removed", "login_required def dashboard", "DANGER-159"},
 	{"written", "      Principal = { AWS = \"arn:aws:iam::491823776015:root\" }\n      Action    = \"*\"", "DANGER-158"},
 	{"written", `{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject"}`, "DANGER-158"},
 	{"outbound", `{"displayName": "x", "actions": {"forwardTo": [{"emailAddress": {"address": "a@b.example"}}]}}`, "DANGER-156"},
@@ -1092,6 +1096,8 @@ var routinePaths = []struct{ target, path string }{
 	{"written", "const total = eval(expression); const raw = atob(encoded);"},
 	{"written", `{"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": "arn:aws:s3:::reports/*"}`},
 	{"outbound", "The PSK rotation is scheduled for Friday; no action needed."},
+	{"removed", "legacy_total rounding_mode print debug"},
+	{"removed", "csrftoken_cookie_name_test"},
 }
 
 func TestDangerCommands(t *testing.T) {
