@@ -187,16 +187,16 @@ func ownerNamed(key string, trusted []string) bool {
 // Sender: line, or the value of a "from", "sender", "reply_to",
 // "requester" or "organizer" field. Replying to whoever wrote is what a
 // reply is; an address an injection wants mail sent to sits in a
-// message's text, not in its header.
+// message's text, not in its header. When the person asks to reply to all
+// ("reply all", "everyone on the thread"), the addresses on a message's
+// To: and Cc: lines count too.
 func repliesToSender(key string, trusted []string, untrusted []Text) bool {
-	asks := false
+	asks, asksAll := false, false
 	for _, t := range trusted {
-		if replyRE.MatchString(t) {
-			asks = true
-			break
-		}
+		asks = asks || replyRE.MatchString(t)
+		asksAll = asksAll || replyAllRE.MatchString(t)
 	}
-	if !asks {
+	if !asks && !asksAll {
 		return false
 	}
 	for _, u := range untrusted {
@@ -208,7 +208,7 @@ func repliesToSender(key string, trusted []string, untrusted []Text) bool {
 			}
 			at := off + i
 			line := lower[strings.LastIndexByte(lower[:at], '\n')+1 : at]
-			if senderRE.MatchString(line) {
+			if senderRE.MatchString(line) || asksAll && recipientsRE.MatchString(line) {
 				return true
 			}
 			off = at + len(key)
@@ -218,8 +218,10 @@ func repliesToSender(key string, trusted []string, untrusted []Text) bool {
 }
 
 var (
-	replyRE  = regexp.MustCompile(`(?i)\b(?:repl(?:y|ies|ying)|respond|answer|write back|get back to|decline|accept|rsvp)\b`)
-	senderRE = regexp.MustCompile(`(?:^|\s)(?:from|reply-to|sender)\s*:[^:]{0,80}$|["'](?:from|sender|reply_?to|requester|organi[sz]er|author)["']\s*:\s*(?:\{[^{}]{0,80}?)?["']?[^"':,]{0,60}$`)
+	replyRE      = regexp.MustCompile(`(?i)\b(?:repl(?:y|ies|ying)|respond|answer|write back|get back to|decline|accept|rsvp)\b`)
+	replyAllRE   = regexp.MustCompile(`(?i)\brepl(?:y|ies|ying)[ -]?(?:to[ -])?all\b|\breplyall\b|\b(?:everyone|everybody|all the people|all recipients) (?:on|in) (?:the|this|that)(?: [\w-]+){0,3} (?:thread|e-?mail|chain|conversation)\b`)
+	senderRE     = regexp.MustCompile(`(?:^|\s)(?:from|reply-to|sender)\s*:[^:]{0,80}$|["'](?:from|sender|reply_?to|requester|organi[sz]er|author)["']\s*:\s*(?:\{[^{}]{0,80}?)?["']?[^"':,]{0,60}$`)
+	recipientsRE = regexp.MustCompile(`^\s*(?:to|cc)\s*:[^:]{0,400}$`)
 )
 
 // roleWords are local-part words that name a function, not a person:
