@@ -296,7 +296,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		if isWritten {
 			add("written", a.where, a.text)
 		}
-		if pathScope == "write_path" && !isPath(a.key) && !isWritten {
+		if pathScope == "write_path" && !isPath(a.key) && !isWritten { // what an edit replaces: old_string...
 			if words := removedWords(a.text, replacement(args, a.where)); words != "" {
 				add(removedScope, a.where, words)
 			}
