@@ -430,6 +430,15 @@ func (x *extraction) others(a Text) {
 		}
 		x.add(loc[0], "phone", v, c, true)
 	}
+	// A git remote is a name for a URL: a push to one that the untrusted
+	// text set up ("git remote add mirror https://...") sends the code
+	// where that text chose. The name is searched with what defines it.
+	if strings.HasSuffix(a.Where, ".remote") && remoteNameRE.MatchString(s) {
+		x.add(0, "remote", s, "remote add "+s, false)
+	}
+	for _, m := range findAllSub(gitPushRE, s, 4, strings.Contains(s, "push")) {
+		x.add(m[2], "remote", s[m[2]:m[3]], "remote add "+s[m[2]:m[3]], false)
+	}
 	if v := strings.TrimSpace(s); len(v) >= 8 && len(v) <= maxValue && !plainWords(v) && !dateRE.MatchString(v) && !coveredBy(x.out, v) {
 		kind := "value"
 		if strings.HasSuffix(a.Where, ".command") || strings.HasSuffix(a.Where, ".cmd") || strings.HasSuffix(a.Where, ".script") {
@@ -458,6 +467,20 @@ func outsideProject(before, p string) bool {
 	}
 	lb := strings.ToLower(before)
 	return strings.HasSuffix(lb, "$home") || strings.HasSuffix(lb, "${home}")
+}
+
+var (
+	remoteNameRE = regexp.MustCompile(`^[A-Za-z0-9][\w.-]{0,62}$`)
+	gitPushRE    = regexp.MustCompile(`\bgit\s+push\s+(?:--?[\w-]+(?:=\S+)?\s+)*([A-Za-z0-9][\w.-]{0,62})(?:\s|$)`)
+)
+
+// findAllSub is re.FindAllStringSubmatchIndex(s, n) when may holds, else
+// nil; may must hold whenever re matches s.
+func findAllSub(re *regexp.Regexp, s string, n int, may bool) [][]int {
+	if !may {
+		return nil
+	}
+	return re.FindAllStringSubmatchIndex(s, n)
 }
 
 // findAll is re.FindAllStringIndex(s, n) when may holds, else nil; may

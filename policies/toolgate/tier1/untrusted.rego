@@ -289,6 +289,7 @@ reasons contains {"code": "UNTRUSTED-005", "rule": "requested_action", "message"
 provenance_codes := {
 	"url": "PROVENANCE-001",
 	"domain": "PROVENANCE-001",
+	"remote": "PROVENANCE-001",
 	"email": "PROVENANCE-002",
 	"path": "PROVENANCE-003",
 	"iban": "PROVENANCE-004",
