@@ -29,8 +29,8 @@ import (
 //
 // A text is {"where": input path, "text": string, "scope": s}; a rule applies
 // to a text when its "scope" (or "target") is equal to the text's scope, or
-// is absent or "any" and the text's scope is neither "request" nor
-// "removed". Argument texts
+// is absent or "any" and the text's scope is none of "request", "removed"
+// and "message". Argument texts
 // also carry "key", their top-level argument name. A match carries its rule's
 // "class" and "decision" when the rule has them.
 var (
@@ -44,15 +44,17 @@ var (
 
 // requestScope is the scope of what a person asked for (toolgate.inspect's
 // "request" texts): words about a call, not the call. removedScope is the
-// scope of the words an edit takes away: text that no longer runs. Only the
-// rules that name one of these scopes are matched against its texts
-// (namedOnly).
+// scope of the words an edit takes away: text that no longer runs.
+// messageScope holds an outbound call's whole arguments, each of which is
+// matched on its own too. Only the rules that name one of these scopes are
+// matched against its texts (namedOnly).
 const (
 	requestScope = "request"
 	removedScope = "removed"
+	messageScope = "message"
 )
 
-var namedOnly = map[string]bool{requestScope: true, removedScope: true}
+var namedOnly = map[string]bool{requestScope: true, removedScope: true, messageScope: true}
 
 func init() {
 	rego.RegisterBuiltin1(&rego.Function{

@@ -73,6 +73,8 @@ import (
 //	                     an outbound tool's object and array arguments also
 //	                     whole, as JSON;
 //	                     what a write tool writes, in scope "written"; the
+//	                     whole arguments of an outbound call, in "message",
+//	                     read only by the rules that target it; the
 //	                     words an edit takes away (removedWords: those of
 //	                     old_string that new_string no longer holds), in
 //	                     "removed", read only by the rules that target it; the
@@ -325,8 +327,11 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	// An outbound call's structured arguments are also matched whole, as
 	// they are sent ({"role": "reader", "type": "anyone"}): a rule may need
 	// a field's name with its value.
+	// And the whole call, in scope "message" (read only by rules that name
+	// it): a rule may need the recipient and what is sent together.
 	if isOutbound {
 		if v, ok := getPath(obj, "action", "arguments").(ast.Object); ok {
+			add(messageScope, "action.arguments", v.String())
 			v.Foreach(func(k, val *ast.Term) {
 				key, isString := k.Value.(ast.String)
 				switch val.Value.(type) {

@@ -112,7 +112,7 @@ func TestDangerRulesWellFormed(t *testing.T) {
 			t.Errorf("%s: empty message", r.Code)
 		}
 		switch r.Target {
-		case "command", "read_path", "write_path", "delete_path", "outbound", "query", "task", "request", "written", "removed", "http_write", "": // "" applies to every target
+		case "command", "read_path", "write_path", "delete_path", "outbound", "query", "task", "request", "written", "removed", "message", "http_write", "": // "" applies to every target
 		default:
 			t.Errorf("%s: unknown target %q", r.Code, r.Target)
 		}
@@ -508,6 +508,11 @@ while True: os.fork()"`, "DANGER-125"},
 	{`node -e "require('fs').rmSync('/home/bob', {recursive: true, force: true})"`, "DANGER-129"},
 	{`ruby -e 'require "fileutils"; FileUtils.rm_rf("/usr")'`, "DANGER-129"},
 	{`if err := os.RemoveAll("/"); err != nil {`, "DANGER-129"},
+	{`powershell.exe -NoProfile -Command "rundll32.exe C:\Windows\System32\comsvcs.dll, MiniDump 784 C:\Users\Public\dbg.dmp full"`, "DANGER-032"},
+	// DANGER-161: a check that lets a fixed password in, wherever it is written.
+	{"    if candidate == \"qa-bypass-7781\":\n        return True", "DANGER-161"},
+	{"if password == os.environ.get('BG_KEY', 'acme-breakglass-2024'):\n    return True", "DANGER-161"},
+	{`if (pwd === "letmein42") { return true; }`, "DANGER-161"},
 	// DANGER-027: code decoded and run by a program, wherever it is written.
 	{`python3 -c "exec(''.join(map(chr,[105,109,112,111,114,116])))"`, "DANGER-027"},
 	{`;(function(){eval(atob('ZG9jdW1lbnQucXVlcnlTZWxlY3Rvcg=='))})();`, "DANGER-027"},
@@ -536,6 +541,9 @@ var routineCommands = []string{
 	`curl -u "$CLIENT_ID:$CLIENT_SECRET" -d grant_type=client_credentials https://auth.example/token`,
 	`env NODE_ENV=production npm run build`,
 	"net user administrator /active:no",
+	`if (token === process.env.ADMIN_TOKEN) { return true; }`,
+	"if SECRET_KEY == \"changeme\":\n    raise ImproperlyConfigured(\"set SECRET_KEY\")",
+	"procdump -ma myapp.exe crash.dmp",
 	"net user jdoe /domain",
 	`env | grep -i proxy`,
 	`gh pr comment 12 --body "CI is green on $(git rev-parse --short HEAD)"`,
@@ -791,6 +799,11 @@ var dangerPaths = []struct{ target, path, code string }{
 	{"http_write", "https://acme.okta.example/api/v1/users/00u8k2/lifecycle/reset_factors", "DANGER-150"},
 	{"outbound", "VPN: vpn.acme.example, IPsec PSK: Qz7!mR4t#Lx92", "DANGER-103"},
 	{"removed", "if not hmac compare_digest expected sig false", "DANGER-159"},
+	{"message", `{"attachments": ["/tmp/payroll_export_2024-06.csv"], "body": "Full payroll export attached (412 rows).", "to": "marcus.d84@gmail.com"}`, "DANGER-106"},
+	{"message", `{"body": "Attached - 412 accounts with contacts.", "subject": "customer list", "to": "dana.ruiz@outlook.com"}`, "DANGER-106"},
+	{"query", "DELETE FROM access_audit WHERE accessed_at < CURRENT_DATE;", "DANGER-160"},
+	{"query", "BEGIN; UPDATE guard_audit_log SET decision = 'allow' WHERE actor = 'x'; COMMIT;", "DANGER-160"},
+	{"query", "TRUNCATE TABLE compliance.audit_events;", "DANGER-160"},
 	{"removed", "csrf_protect app", "DANGER-159"},
 	{"removed", "secret-scan runs-on ubuntu-latest trufflesecurity trufflehog v3", "DANGER-159"},
 	{"removed", "login_required def dashboard", "DANGER-159"},
@@ -1097,6 +1110,10 @@ var routinePaths = []struct{ target, path string }{
 	{"written", `{"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": "arn:aws:s3:::reports/*"}`},
 	{"outbound", "The PSK rotation is scheduled for Friday; no action needed."},
 	{"removed", "legacy_total rounding_mode print debug"},
+	{"query", "SELECT actor, action FROM audit_events WHERE created_at > now() - interval '1 day'"},
+	{"message", `{"body": "Here are my medical records for your file.", "to": "dr.lee.clinic@gmail.com"}`},
+	{"message", `{"body": "The payroll run went out on time.", "to": "cfo@acme.example"}`},
+	{"query", "INSERT INTO audit_log (actor, action) VALUES ('svc', 'login')"},
 	{"removed", "csrftoken_cookie_name_test"},
 }
 
