@@ -108,13 +108,121 @@ func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
 	}
 	var hits []candidate
 	var blocks []int
+	var inView []string // registrable domains of the addresses in view, once needed
 	for id, c := range cands {
-		if block[id] >= 0 && !inTrusted[id] && !(c.kind == "email" && (ownerNamed(c.key, trusted) || repliesToSender(c.key, trusted, untrusted))) {
-			hits = append(hits, c)
-			blocks = append(blocks, block[id])
+		if block[id] < 0 || inTrusted[id] {
+			continue
 		}
+		if c.kind == "email" && (ownerNamed(c.key, trusted, untrusted) || repliesToSender(c.key, trusted, untrusted)) {
+			// The person named the owner or asked for a reply: the
+			// address is given, unless its domain is a look-alike of
+			// another in view (brightline-analytlcs.com beside
+			// brightline-analytics.com), which is how a thread is taken.
+			if inView == nil {
+				inView = addressDomains(trusted, untrusted)
+			}
+			if !lookAlike(registrable(c.key[strings.LastIndexByte(c.key, '@')+1:]), inView) {
+				continue
+			}
+		}
+		hits = append(hits, c)
+		blocks = append(blocks, block[id])
 	}
 	return originsOf(args, untrusted, hits, blocks)
+}
+
+// addressDomains returns the registrable domains of the e-mail addresses in
+// the texts, at most 64 from each.
+func addressDomains(trusted []string, untrusted []Text) []string {
+	out := []string{}
+	add := func(s string) {
+		for _, loc := range findAll(emailRE, s, 64, strings.IndexByte(s, '@') >= 0) {
+			a := strings.ToLower(s[loc[0]:loc[1]])
+			if d := registrable(a[strings.LastIndexByte(a, '@')+1:]); !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	for _, t := range trusted {
+		add(t)
+	}
+	for _, u := range untrusted {
+		add(u.Text)
+	}
+	return out
+}
+
+// registrable returns the part of a host a registrant owns: its last two
+// labels, or three under a two-letter country code with a generic second
+// level (example.co.uk).
+func registrable(host string) string {
+	labels := strings.Split(strings.TrimSuffix(host, "."), ".")
+	n := 2
+	if k := len(labels); k >= 3 && len(labels[k-1]) == 2 && slices.Contains([]string{"co", "com", "org", "net", "ac", "gov", "edu", "ne", "or"}, labels[k-2]) {
+		n = 3
+	}
+	if len(labels) <= n {
+		return host
+	}
+	return strings.Join(labels[len(labels)-n:], ".")
+}
+
+// lookAlike reports whether the registrable domain d is an edit or two
+// from another of domains (its name part: one edit from five letters, two
+// from ten, so that northwind and southwind stay two companies), or is the
+// same name under another top-level domain.
+func lookAlike(d string, domains []string) bool {
+	name, tld, _ := strings.Cut(d, ".")
+	for _, o := range domains {
+		if o == d {
+			continue
+		}
+		oname, otld, _ := strings.Cut(o, ".")
+		if oname == name && otld != tld {
+			return true
+		}
+		if len(name) >= 5 && len(oname) >= 5 && editDistance(name, oname) <= allowedEdits(min(len(name), len(oname))) {
+			return true
+		}
+	}
+	return false
+}
+
+func allowedEdits(n int) int {
+	if n >= 10 {
+		return 2
+	}
+	return 1
+}
+
+// editDistance is the optimal-string-alignment distance between a and b
+// (insertions, deletions, substitutions and swaps of neighbours), counted
+// up to 3.
+func editDistance(a, b string) int {
+	if d := len(a) - len(b); d > 2 || d < -2 {
+		return 3
+	}
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return min(prev[len(b)], 3)
 }
 
 // NamesDestination reports whether text names a place args send to: a
@@ -153,8 +261,12 @@ func NamesDestination(args []Text, text string) bool {
 // dora@example.com). An address with a role word anywhere in its local part
 // (support@, backup-receipts@) is a function's, never a person's. The
 // person said whom to write to; the address is how the data spells it.
-func ownerNamed(key string, trusted []string) bool {
-	local, _, _ := strings.Cut(key, "@")
+// But when the untrusted text holds another address for that name on
+// another domain (greg@alder-lettings.example and
+// greg.leasing@mailbox.example), the name does not say which one: a
+// look-alike mailbox is how a thread's replies are stolen.
+func ownerNamed(key string, trusted []string, untrusted []Text) bool {
+	local, domain, _ := strings.Cut(key, "@")
 	words := strings.FieldsFunc(local, func(r rune) bool { return r < 'a' || r > 'z' })
 	if slices.ContainsFunc(words, func(w string) bool { return roleWords[w] }) {
 		return false // a function's mailbox (backup-receipts@), not a person's
@@ -172,9 +284,23 @@ func ownerNamed(key string, trusted []string) bool {
 				}
 				start, end := off+i, off+i+len(name)
 				if (start == 0 || !isLetterByte(t[start-1])) && (end == len(t) || !isLetterByte(t[end])) {
-					return true
+					return !namedElsewhere(w, domain, untrusted)
 				}
 				off = end
+			}
+		}
+	}
+	return false
+}
+
+// namedElsewhere reports whether an untrusted text holds an address on
+// another domain than domain whose local part has the word w.
+func namedElsewhere(w, domain string, untrusted []Text) bool {
+	for _, u := range untrusted {
+		for _, loc := range findAll(emailRE, u.Text, 64, strings.IndexByte(u.Text, '@') >= 0) {
+			local, d, _ := strings.Cut(strings.ToLower(u.Text[loc[0]:loc[1]]), "@")
+			if d != domain && slices.Contains(strings.FieldsFunc(local, func(r rune) bool { return r < 'a' || r > 'z' }), w) {
+				return true
 			}
 		}
 	}
@@ -185,7 +311,7 @@ func ownerNamed(key string, trusted []string) bool {
 // respond, answer, decline, accept, get back to...) and the address key is
 // the sender of a message in the untrusted text: on a From:, Reply-To: or
 // Sender: line, or the value of a "from", "sender", "reply_to",
-// "requester" or "organizer" field. Replying to whoever wrote is what a
+// "requester" or "organizer" field (a Reply-To only on the From's domain). Replying to whoever wrote is what a
 // reply is; an address an injection wants mail sent to sits in a
 // message's text, not in its header. When the person asks to reply to all
 // ("reply all", "everyone on the thread"), the addresses on a message's
@@ -208,7 +334,15 @@ func repliesToSender(key string, trusted []string, untrusted []Text) bool {
 			}
 			at := off + i
 			line := lower[strings.LastIndexByte(lower[:at], '\n')+1 : at]
-			if senderRE.MatchString(line) || asksAll && recipientsRE.MatchString(line) {
+			switch {
+			case replyToRE.MatchString(line):
+				// A Reply-To on another domain than the From is how a
+				// look-alike steals a thread's replies: it counts only
+				// when the message's From is on the same domain.
+				if sameDomainSender(key, lower) {
+					return true
+				}
+			case senderRE.MatchString(line), asksAll && recipientsRE.MatchString(line):
 				return true
 			}
 			off = at + len(key)
@@ -222,7 +356,37 @@ var (
 	replyAllRE   = regexp.MustCompile(`(?i)\brepl(?:y|ies|ying)[ -]?(?:to[ -])?all\b|\breplyall\b|\b(?:everyone|everybody|all the people|all recipients) (?:on|in) (?:the|this|that)(?: [\w-]+){0,3} (?:thread|e-?mail|chain|conversation)\b`)
 	senderRE     = regexp.MustCompile(`(?:^|\s)(?:from|reply-to|sender)\s*:[^:]{0,80}$|["'](?:from|sender|reply_?to|requester|organi[sz]er|author)["']\s*:\s*(?:\{[^{}]{0,80}?)?["']?[^"':,]{0,60}$`)
 	recipientsRE = regexp.MustCompile(`^\s*(?:to|cc)\s*:[^:]{0,400}$`)
+	replyToRE    = regexp.MustCompile(`(?:^|\s)reply-to\s*:[^:]{0,80}$|["']reply_?to["']\s*:\s*["']?[^"':,]{0,60}$`)
+	fromLineRE   = regexp.MustCompile(`(?m)(?:^|\s)(?:from|sender)\s*:[^\n]{0,200}|["'](?:from|sender)["']\s*:\s*["'][^"'\n]{0,200}`)
 )
+
+// sameDomainSender reports whether lower (a message, lower case) has a From:
+// or Sender: line (or field) with an address on the domain of key.
+func sameDomainSender(key, lower string) bool {
+	at := strings.LastIndexByte(key, '@')
+	if at < 0 {
+		return false
+	}
+	domain := key[at:] // "@example.com"
+	for _, line := range fromLineRE.FindAllString(lower, 8) {
+		for off := 0; ; {
+			i := strings.Index(line[off:], domain)
+			if i < 0 {
+				break
+			}
+			end := off + i + len(domain)
+			if end == len(line) || !isDomainByte(line[end]) {
+				return true
+			}
+			off = end
+		}
+	}
+	return false
+}
+
+func isDomainByte(c byte) bool {
+	return c == '.' || c == '-' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
+}
 
 // roleWords are local-part words that name a function, not a person:
 // "Support" or "Billing" in the person's words does not say which support
