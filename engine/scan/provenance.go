@@ -567,7 +567,7 @@ func (x *extraction) others(a Text) {
 		// A trailing slash names the same directory: "mv ~/Private/* /tmp"
 		// takes ~/Private from "move the files in ~/Private".
 		p := strings.TrimRight(s[loc[0]:loc[1]], "/")
-		if x.inside(loc) || len(p) < 5 || strings.Count(p, "/") == 0 || dateRE.MatchString(p) || !outsideProject(s[:loc[0]], p) {
+		if x.inside(loc) || len(p) < 5 || strings.Count(p, "/") == 0 || dateRE.MatchString(p) || !outsideProject(s[:loc[0]], p) || pseudoFiles[p] {
 			continue
 		}
 		x.add(loc[0], "path", p, p, false)
@@ -611,6 +611,9 @@ func (x *extraction) others(a Text) {
 		x.add(len(s), kind, v, v, false)
 	}
 }
+
+// pseudoFiles name no place: every shell writes 2>/dev/null.
+var pseudoFiles = map[string]bool{"/dev/null": true, "/dev/zero": true, "/dev/stdin": true, "/dev/stdout": true, "/dev/stderr": true, "/dev/tty": true}
 
 // outsideProject reports whether the path p, found in text after before,
 // names a place outside the project an agent works in: under a home
