@@ -108,20 +108,18 @@ func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
 	}
 	var hits []candidate
 	var blocks []int
-	var inView []string // registrable domains of the addresses in view, once needed
+	view := &addressesInView{trusted: trusted, untrusted: untrusted}
 	for id, c := range cands {
 		if block[id] < 0 || inTrusted[id] {
 			continue
 		}
-		if c.kind == "email" && (ownerNamed(c.key, trusted, untrusted) || repliesToSender(c.key, trusted, untrusted)) {
+		if c.kind == "email" && (ownerNamed(c.key, trusted, view) || repliesToSender(c.key, trusted, untrusted)) {
 			// The person named the owner or asked for a reply: the
 			// address is given, unless its domain is a look-alike of
 			// another in view (brightline-analytlcs.com beside
 			// brightline-analytics.com), which is how a thread is taken.
-			if inView == nil {
-				inView = addressDomains(trusted, untrusted)
-			}
-			if !lookAlike(registrable(c.key[strings.LastIndexByte(c.key, '@')+1:]), inView) {
+			_, domain, _ := strings.Cut(c.key, "@")
+			if !lookAlike(registrable(domain), view.domains()) {
 				continue
 			}
 		}
@@ -131,25 +129,55 @@ func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
 	return originsOf(args, untrusted, hits, blocks)
 }
 
-// addressDomains returns the registrable domains of the e-mail addresses in
-// the texts, at most 64 from each.
-func addressDomains(trusted []string, untrusted []Text) []string {
-	out := []string{}
-	add := func(s string) {
+// addressesInView are the e-mail addresses of the texts in view (at most 64
+// from each), read once, and only when a waiver asks for them.
+type addressesInView struct {
+	trusted   []string
+	untrusted []Text
+	read      bool
+	list      []viewAddress
+	regs      []string // the addresses' registrable domains, each once
+}
+
+type viewAddress struct {
+	words     []string // of the local part (localWords)
+	domain    string
+	untrusted bool
+}
+
+func (v *addressesInView) addresses() []viewAddress {
+	if v.read {
+		return v.list
+	}
+	v.read = true
+	add := func(s string, untrusted bool) {
 		for _, loc := range findAll(emailRE, s, 64, strings.IndexByte(s, '@') >= 0) {
-			a := strings.ToLower(s[loc[0]:loc[1]])
-			if d := registrable(a[strings.LastIndexByte(a, '@')+1:]); !slices.Contains(out, d) {
-				out = append(out, d)
+			local, domain, _ := strings.Cut(strings.ToLower(s[loc[0]:loc[1]]), "@")
+			v.list = append(v.list, viewAddress{words: localWords(local), domain: domain, untrusted: untrusted})
+			if r := registrable(domain); !slices.Contains(v.regs, r) {
+				v.regs = append(v.regs, r)
 			}
 		}
 	}
-	for _, t := range trusted {
-		add(t)
+	for _, t := range v.trusted {
+		add(t, false)
 	}
-	for _, u := range untrusted {
-		add(u.Text)
+	for _, u := range v.untrusted {
+		add(u.Text, true)
 	}
-	return out
+	return v.list
+}
+
+// domains returns the registrable domains of the addresses in view.
+func (v *addressesInView) domains() []string {
+	v.addresses()
+	return v.regs
+}
+
+// localWords splits an address's local part (lower case) into its words:
+// sarah.lindqvist → sarah, lindqvist.
+func localWords(local string) []string {
+	return strings.FieldsFunc(local, func(r rune) bool { return r < 'a' || r > 'z' })
 }
 
 // registrable returns the part of a host a registrant owns: its last two
@@ -265,9 +293,9 @@ func NamesDestination(args []Text, text string) bool {
 // another domain (greg@alder-lettings.example and
 // greg.leasing@mailbox.example), the name does not say which one: a
 // look-alike mailbox is how a thread's replies are stolen.
-func ownerNamed(key string, trusted []string, untrusted []Text) bool {
+func ownerNamed(key string, trusted []string, view *addressesInView) bool {
 	local, domain, _ := strings.Cut(key, "@")
-	words := strings.FieldsFunc(local, func(r rune) bool { return r < 'a' || r > 'z' })
+	words := localWords(local)
 	if slices.ContainsFunc(words, func(w string) bool { return roleWords[w] }) {
 		return false // a function's mailbox (backup-receipts@), not a person's
 	}
@@ -284,7 +312,7 @@ func ownerNamed(key string, trusted []string, untrusted []Text) bool {
 				}
 				start, end := off+i, off+i+len(name)
 				if (start == 0 || !isLetterByte(t[start-1])) && (end == len(t) || !isLetterByte(t[end])) {
-					return !namedElsewhere(w, domain, untrusted)
+					return !namedElsewhere(w, domain, view)
 				}
 				off = end
 			}
@@ -295,16 +323,10 @@ func ownerNamed(key string, trusted []string, untrusted []Text) bool {
 
 // namedElsewhere reports whether an untrusted text holds an address on
 // another domain than domain whose local part has the word w.
-func namedElsewhere(w, domain string, untrusted []Text) bool {
-	for _, u := range untrusted {
-		for _, loc := range findAll(emailRE, u.Text, 64, strings.IndexByte(u.Text, '@') >= 0) {
-			local, d, _ := strings.Cut(strings.ToLower(u.Text[loc[0]:loc[1]]), "@")
-			if d != domain && slices.Contains(strings.FieldsFunc(local, func(r rune) bool { return r < 'a' || r > 'z' }), w) {
-				return true
-			}
-		}
-	}
-	return false
+func namedElsewhere(w, domain string, view *addressesInView) bool {
+	return slices.ContainsFunc(view.addresses(), func(a viewAddress) bool {
+		return a.untrusted && a.domain != domain && slices.Contains(a.words, w)
+	})
 }
 
 // repliesToSender reports whether the person asks for a reply (reply,
@@ -375,17 +397,13 @@ func sameDomainSender(key, lower string) bool {
 				break
 			}
 			end := off + i + len(domain)
-			if end == len(line) || !isDomainByte(line[end]) {
+			if end == len(line) || !(isAlnum(line[end]) || line[end] == '.' || line[end] == '-') {
 				return true
 			}
 			off = end
 		}
 	}
 	return false
-}
-
-func isDomainByte(c byte) bool {
-	return c == '.' || c == '-' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
 }
 
 // roleWords are local-part words that name a function, not a person:
