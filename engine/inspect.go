@@ -250,10 +250,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	// A write tool writing a shell script: its path has a script suffix, or
 	// a text it writes starts with "#!". What an edit replaces (old_string,
 	// old_str...) is not written: removing a dangerous line is no danger.
-	written := func(a argText) bool {
-		field := a.where[strings.LastIndexByte(a.where, '.')+1:]
-		return !isPath(a.key) && !strings.HasPrefix(strings.ToLower(field), "old")
-	}
+	written := func(a argText) bool { return !isPath(a.key) && !replaced(a.where) }
 	writesScript := pathScope == "write_path" && slices.ContainsFunc(args, func(a argText) bool {
 		if isPath(a.key) {
 			lt := strings.ToLower(a.text)
@@ -298,7 +295,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		if isWritten {
 			add("written", a.where, a.text)
 		}
-		if pathScope == "write_path" && !isPath(a.key) && !isWritten { // what an edit replaces: old_string...
+		if pathScope == "write_path" && !isPath(a.key) && replaced(a.where) {
 			if words := removedWords(a.text, replacement(args, a.where)); words != "" {
 				add(removedScope, a.where, words)
 			}
@@ -647,15 +644,22 @@ func httpActionWords(args []argText) string {
 	return b.String()
 }
 
+// replaced reports whether the argument at where is what an edit replaces
+// (old_string, old_str, oldText...): its field name starts with "old".
+func replaced(where string) bool {
+	field := where[strings.LastIndexByte(where, '.')+1:]
+	return len(field) >= 3 && strings.EqualFold(field[:3], "old")
+}
+
 // replacement returns the text an edit writes in place of the one at
 // where (old_string → new_string, oldText → newText, in the same object),
 // "" when it writes none.
 func replacement(args []argText, where string) string {
-	dot := strings.LastIndexByte(where, '.') + 1
-	field := where[dot:]
-	if len(field) < 3 || !strings.EqualFold(field[:3], "old") {
+	if !replaced(where) {
 		return ""
 	}
+	dot := strings.LastIndexByte(where, '.') + 1
+	field := where[dot:]
 	newField := "new" + field[3:]
 	if field[0] == 'O' {
 		newField = "New" + field[3:]
