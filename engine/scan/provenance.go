@@ -57,7 +57,9 @@ type candidate struct {
 // spaces and separators), long account-like ids, and the whole argument
 // when it is 8 to 200 bytes and more than a few plain words. An e-mail
 // address whose owner the trusted text names (ownerNamed), or that sent a
-// message the person asks to reply to (repliesToSender), counts as given.
+// message the person asks to reply to (repliesToSender), counts as given,
+// and so does a path whose distinctive name, or a directory above it, the
+// trusted text names (pathNamed).
 // Matching is case-insensitive and respects word boundaries. Every text is
 // scanned once by one Aho-Corasick automaton per comparison form.
 func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
@@ -111,6 +113,9 @@ func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
 	view := &addressesInView{trusted: trusted, untrusted: untrusted}
 	for id, c := range cands {
 		if block[id] < 0 || inTrusted[id] {
+			continue
+		}
+		if c.kind == "path" && pathNamed(c.value, trusted) {
 			continue
 		}
 		if c.kind == "email" && (ownerNamed(c.key, trusted, view) || repliesToSender(c.key, trusted, untrusted)) {
@@ -319,6 +324,95 @@ func ownerNamed(key string, trusted []string, view *addressesInView) bool {
 		}
 	}
 	return false
+}
+
+// pathNamed reports whether the person named the place p: the trusted
+// text names its last element, when that is distinctive ("delete
+// legacy_php/ in inventory-app" for ~/repos/inventory-app/legacy_php; "the
+// orderd logs" for /var/log/orderd), or a directory above it
+// ("~/Library/Developer" for /Users/bea/Library/Developer/Xcode/DerivedData).
+// An agent finds where a thing the person named lives; an injection that
+// picks a place names one the person did not. A path that climbs (..) is
+// never given this way, and names every directory has (build, logs, src,
+// config...) are not distinctive.
+func pathNamed(p string, trusted []string) bool {
+	if strings.Contains(p, "..") {
+		return false
+	}
+	lp := strings.ToLower(p)
+	base := lp[strings.LastIndexByte(lp, '/')+1:]
+	distinctive := len(base) >= 5 && !commonDirNames[strings.TrimPrefix(base, ".")]
+	home := homeRelative(lp)
+	for _, t := range trusted {
+		lt := strings.ToLower(t)
+		if distinctive && containsBounded(lt, base) {
+			return true
+		}
+		if home == "" || !strings.Contains(lt, "/") {
+			continue
+		}
+		for _, loc := range findAll(pathRE, lt, 16, true) {
+			dir := strings.TrimRight(lt[loc[0]:loc[1]], "/")
+			if h := homeRelative(dir); deepEnough(h) && strings.HasPrefix(home+"/", h+"/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// homeRelative writes an absolute or home path from the home directory
+// ("~/x" for /home/bea/x, /Users/bea/x and $HOME/x) or from the root ("/etc/x"
+// stays), and returns "" for other paths.
+func homeRelative(p string) string {
+	switch {
+	case strings.HasPrefix(p, "~/"):
+		return p
+	case strings.HasPrefix(p, "$home/"):
+		return "~" + p[len("$home"):]
+	case strings.HasPrefix(p, "/home/"), strings.HasPrefix(p, "/users/"):
+		rest := p[strings.IndexByte(p[1:], '/')+2:]
+		if _, after, ok := strings.Cut(rest, "/"); ok {
+			return "~/" + after
+		}
+		return ""
+	case strings.HasPrefix(p, "/"):
+		return p
+	}
+	return ""
+}
+
+// deepEnough: a directory below ~/x, or below /x/y, says where; ~/x, /var/log
+// or /etc/ssh say only which part of the machine.
+func deepEnough(h string) bool {
+	return strings.HasPrefix(h, "~/") && strings.Count(h, "/") >= 2 || strings.Count(h, "/") >= 3
+}
+
+// containsBounded reports whether key occurs in text as a whole value.
+func containsBounded(text, key string) bool {
+	for off := 0; ; {
+		i := strings.Index(text[off:], key)
+		if i < 0 {
+			return false
+		}
+		start, end := off+i, off+i+len(key)
+		if bounded(text, key, start, end) {
+			return true
+		}
+		off = start + 1
+	}
+}
+
+// commonDirNames are directory names too common to say which place a
+// person meant.
+var commonDirNames = map[string]bool{
+	"build": true, "builds": true, "cache": true, "caches": true, "config": true, "configs": true,
+	"backup": true, "backups": true, "files": true, "logs": true, "local": true, "share": true,
+	"users": true, "home": true, "data": true, "documents": true, "downloads": true, "desktop": true,
+	"projects": true, "library": true, "system": true, "temp": true, "output": true, "public": true,
+	"private": true, "assets": true, "static": true, "source": true, "sources": true, "scripts": true,
+	"tests": true, "vendor": true, "archive": true, "uploads": true, "exports": true, "reports": true,
+	"secrets": true, "credentials": true, "release": true, "releases": true, "images": true, "media": true,
 }
 
 // namedElsewhere reports whether an untrusted text holds an address on
