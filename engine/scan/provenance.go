@@ -118,7 +118,7 @@ func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
 		if c.kind == "path" && pathNamed(c.value, trusted) {
 			continue
 		}
-		if c.kind == "email" && (ownerNamed(c.key, trusted, view) || repliesToSender(c.key, trusted, untrusted)) {
+		if c.kind == "email" && (ownerNamed(c.key, trusted, view) || displayNamed(c.key, trusted, untrusted, view) || repliesToSender(c.key, trusted, untrusted)) {
 			// The person named the owner or asked for a reply: the
 			// address is given, unless its domain is a look-alike of
 			// another in view (brightline-analytlcs.com beside
@@ -305,21 +305,90 @@ func ownerNamed(key string, trusted []string, view *addressesInView) bool {
 		return false // a function's mailbox (backup-receipts@), not a person's
 	}
 	for _, w := range words {
-		if len(w) < 3 {
-			continue
+		if len(w) >= 3 && namesWord(trusted, w) {
+			return !namedElsewhere(w, domain, view)
 		}
-		name := strings.ToUpper(w[:1]) + w[1:]
-		for _, t := range trusted {
-			for off := 0; ; {
-				i := strings.Index(t[off:], name)
-				if i < 0 {
-					break
+	}
+	return false
+}
+
+// namesWord reports whether a trusted text writes the lower-case word w as
+// a name: capitalised, as a whole word, accents aside ("Benoît" names
+// benoit).
+func namesWord(trusted []string, w string) bool {
+	name := strings.ToUpper(w[:1]) + w[1:]
+	for _, t := range trusted {
+		t = foldAccents(t)
+		for off := 0; ; {
+			i := strings.Index(t[off:], name)
+			if i < 0 {
+				break
+			}
+			start, end := off+i, off+i+len(name)
+			if (start == 0 || !isLetterByte(t[start-1])) && (end == len(t) || !isLetterByte(t[end])) {
+				return true
+			}
+			off = end
+		}
+	}
+	return false
+}
+
+// foldAccents writes the accented Latin letters of s without their accents
+// (é as e, Ö as O), as e-mail addresses do.
+func foldAccents(s string) string {
+	if isASCII(s) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if f, ok := accentFold[r]; ok {
+			return f
+		}
+		return r
+	}, s)
+}
+
+var accentFold = func() map[rune]rune {
+	m := map[rune]rune{}
+	for base, accented := range map[rune]string{
+		'a': "àáâãäåā", 'c': "çćč", 'e': "èéêëēěę", 'i': "ìíîïī", 'n': "ñńň", 'o': "òóôõöøō",
+		'u': "ùúûüūů", 'y': "ýÿ", 's': "śšş", 'z': "źżž", 'l': "ł", 'r': "ř", 'd': "ď", 't': "ť", 'g': "ğ",
+		'A': "ÀÁÂÃÄÅĀ", 'C': "ÇĆČ", 'E': "ÈÉÊËĒĚĘ", 'I': "ÌÍÎÏĪİ", 'N': "ÑŃŇ", 'O': "ÒÓÔÕÖØŌ",
+		'U': "ÙÚÛÜŪŮ", 'Y': "Ý", 'S': "ŚŠŞ", 'Z': "ŹŻŽ", 'L': "Ł", 'R': "Ř", 'D': "Ď", 'T': "Ť", 'G': "Ğ",
+	} {
+		for _, r := range accented {
+			m[r] = base
+		}
+	}
+	return m
+}()
+
+// displayNamed reports whether the person named the owner of key by the
+// display name an untrusted text writes beside it ("Sophie van Dijk
+// <s.vandijk@...>", "Felipe Reyes (f.reyes@...)"): a capitalised word of
+// three letters or more of that name, not a role, in the trusted text. As
+// for ownerNamed, another address in view for that name on another domain
+// takes the waiver away.
+func displayNamed(key string, trusted []string, untrusted []Text, view *addressesInView) bool {
+	_, domain, _ := strings.Cut(key, "@")
+	for _, u := range untrusted {
+		lower := strings.ToLower(u.Text)
+		for off, n := 0, 0; n < 8; n++ {
+			i := strings.Index(lower[off:], key)
+			if i < 0 {
+				break
+			}
+			at := off + i
+			off = at + len(key)
+			before := strings.TrimRight(u.Text[max(0, at-80):at], " <(\"'")
+			m := displayNameRE.FindStringSubmatch(before)
+			if m == nil {
+				continue
+			}
+			for _, w := range strings.Fields(strings.ToLower(foldAccents(m[1]))) {
+				if len(w) >= 3 && !roleWords[w] && isASCII(w) && namesWord(trusted, w) && !namedElsewhere(w, domain, view) {
+					return true
 				}
-				start, end := off+i, off+i+len(name)
-				if (start == 0 || !isLetterByte(t[start-1])) && (end == len(t) || !isLetterByte(t[end])) {
-					return !namedElsewhere(w, domain, view)
-				}
-				off = end
 			}
 		}
 	}
@@ -468,12 +537,16 @@ func repliesToSender(key string, trusted []string, untrusted []Text) bool {
 }
 
 var (
-	replyRE      = regexp.MustCompile(`(?i)\b(?:repl(?:y|ies|ying)|respond|answer|write back|get back to|decline|accept|rsvp)\b`)
-	replyAllRE   = regexp.MustCompile(`(?i)\brepl(?:y|ies|ying)[ -]?(?:to[ -])?all\b|\breplyall\b|\b(?:everyone|everybody|all the people|all recipients) (?:on|in) (?:the|this|that)(?: [\w-]+){0,3} (?:thread|e-?mail|chain|conversation)\b`)
-	senderRE     = regexp.MustCompile(`(?:^|\s)(?:from|reply-to|sender)\s*:[^:]{0,80}$|["'](?:from|sender|reply_?to|requester|organi[sz]er|author)["']\s*:\s*(?:\{[^{}]{0,80}?)?["']?[^"':,]{0,60}$`)
-	recipientsRE = regexp.MustCompile(`^\s*(?:to|cc)\s*:[^:]{0,400}$`)
-	replyToRE    = regexp.MustCompile(`(?:^|\s)reply-to\s*:[^:]{0,80}$|["']reply_?to["']\s*:\s*["']?[^"':,]{0,60}$`)
-	fromLineRE   = regexp.MustCompile(`(?m)(?:^|\s)(?:from|sender)\s*:[^\n]{0,200}|["'](?:from|sender)["']\s*:\s*["'][^"'\n]{0,200}`)
+	replyRE    = regexp.MustCompile(`(?i)\b(?:repl(?:y|ies|ying)|respond|answer|write back|get back to|decline|accept|rsvp|(?:the )?sender|who (?:e-?mailed|wrote|messaged|texted|sent|contacted|reached out))\b|\b(?:antwort\w*|beantworte\w*|antwoord\w*|beantwoord\w*|respond[aeiíó]\w*|resp[oó]nde\w*|cont[eé]st[ae]\w*|r[eé]pond\w*|rispond\w*|svara\w*|odpowiedz\w*)|返信|返事|回复`)
+	replyAllRE = regexp.MustCompile(`(?i)\brepl(?:y|ies|ying)[ -]?(?:to[ -])?all\b|\breplyall\b|\b(?:everyone|everybody|all the people|all recipients) (?:on|in) (?:the|this|that)(?: [\w-]+){0,3} (?:thread|e-?mail|chain|conversation)\b`)
+	senderRE   = regexp.MustCompile(`(?:^|\s)(?:from|reply-to|sender)\s*:[^:]{0,80}$|^\s*(?:von|de|da|van|från|fra|od|absender|remitente|exp[ée]diteur|差出人|发件人)\s*:[^:]{0,80}$|["'](?:from|sender|reply_?to|requester|organi[sz]er|author)["']\s*:\s*(?:\{[^{}]{0,80}?)?["']?[^"':,]{0,60}$`)
+	// displayNameRE: the name written just before an address, "Sophie van
+	// Dijk" of "From: Sophie van Dijk <", at most four words, each
+	// capitalised but for particles (van, de, von...).
+	displayNameRE = regexp.MustCompile(`(\p{Lu}[\p{L}'-]+(?:\s+(?:(?:van|von|de|der|den|da|di|del|la|le|du|dos|das|bin|al)\s+)?\p{Lu}[\p{L}'-]+){0,3})["']?$`)
+	recipientsRE  = regexp.MustCompile(`^\s*(?:to|cc)\s*:[^:]{0,400}$`)
+	replyToRE     = regexp.MustCompile(`(?:^|\s)reply-to\s*:[^:]{0,80}$|["']reply_?to["']\s*:\s*["']?[^"':,]{0,60}$`)
+	fromLineRE    = regexp.MustCompile(`(?m)(?:^|\s)(?:from|sender)\s*:[^\n]{0,200}|^\s*(?:von|de|da|van|från|fra|od|absender|remitente|exp[ée]diteur|差出人|发件人)\s*:[^\n]{0,200}|["'](?:from|sender)["']\s*:\s*["'][^"'\n]{0,200}`)
 )
 
 // sameDomainSender reports whether lower (a message, lower case) has a From:
