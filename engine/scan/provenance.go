@@ -115,7 +115,7 @@ func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
 		if block[id] < 0 || inTrusted[id] {
 			continue
 		}
-		if c.kind == "path" && pathNamed(c.value, trusted) {
+		if c.kind == "path" && pathNamed(c.value, trusted) || (c.kind == "url" || c.kind == "domain") && siteNamed(c.key, trusted) {
 			continue
 		}
 		if c.kind == "email" && (ownerNamed(c.key, trusted, view) || displayNamed(c.key, trusted, untrusted, view) || repliesToSender(c.key, trusted, untrusted)) {
@@ -412,9 +412,10 @@ func pathNamed(p string, trusted []string) bool {
 	base := lp[strings.LastIndexByte(lp, '/')+1:]
 	distinctive := len(base) >= 5 && !commonDirNames[strings.TrimPrefix(base, ".")]
 	home := homeRelative(lp)
+	folder := userFolder(home)
 	for _, t := range trusted {
 		lt := strings.ToLower(t)
-		if distinctive && containsBounded(lt, base) {
+		if distinctive && containsBounded(lt, base) || folder != "" && containsBounded(lt, folder) {
 			return true
 		}
 		if home == "" || !strings.Contains(lt, "/") {
@@ -429,6 +430,66 @@ func pathNamed(p string, trusted []string) bool {
 	}
 	return false
 }
+
+// userFolder returns the standard folder of a home that the home path h is
+// in or under ("downloads" for ~/Downloads/export.csv), "" for others: "in
+// Downloads" names ~/Downloads as surely as the path does.
+func userFolder(h string) string {
+	rest, ok := strings.CutPrefix(h, "~/")
+	if !ok {
+		return ""
+	}
+	first, _, _ := strings.Cut(rest, "/")
+	if userFolders[first] {
+		return first
+	}
+	return ""
+}
+
+var userFolders = map[string]bool{
+	"downloads": true, "documents": true, "desktop": true, "pictures": true, "photos": true,
+	"movies": true, "music": true, "videos": true,
+}
+
+// siteNamed reports whether the person named the site of a URL or domain
+// key (host, or host/path): its registrable name without the suffix
+// ("everlane" of everlane.com, "outdoorgearhub" of
+// links.e.outdoorgearhub.com, "stripe" of api.stripe.com) is a word of the
+// trusted text. A look-alike (everlane-returns.com) is another name.
+// Platforms where anyone publishes (github.com, docs.google.com,
+// *.herokuapp.com...) name no one in particular, so naming them gives
+// nothing.
+func siteNamed(key string, trusted []string) bool {
+	host, _, _ := strings.Cut(key, "/")
+	host, _, _ = strings.Cut(host, ":")
+	name, _, _ := strings.Cut(registrable(host), ".")
+	if len(name) < 3 || sharedHosts[name] {
+		return false
+	}
+	for _, t := range trusted {
+		if containsBounded(strings.ToLower(t), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// sharedHosts are sites that host what anyone writes, uploads or publishes
+// (code, pages, forms, packages, images).
+var sharedHosts = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`github githubusercontent gitlab bitbucket google googleapis googleusercontent
+		gstatic microsoft live office sharepoint onedrive azure azurewebsites windows amazonaws amazon
+		cloudfront cloudflare workers pages vercel netlify herokuapp heroku render fly glitch replit
+		ngrok webhook pipedream zapier ifttt dropbox box notion slack discord telegram pastebin
+		hastebin gist medium substack wordpress blogspot tumblr wix squarespace weebly firebaseapp
+		web appspot digitaloceanspaces linode ngrok-free trycloudflare surge repl typeform jotform
+		forms airtable bit tinyurl t example ghcr docker quay npmjs pypi rubygems crates huggingface
+		readthedocs gitbook`) {
+		m[w] = true
+	}
+	return m
+}()
 
 // homeRelative writes an absolute or home path from the home directory
 // ("~/x" for /home/bea/x, /Users/bea/x and $HOME/x) or from the root ("/etc/x"
