@@ -435,7 +435,12 @@ func pathNamed(p string, trusted []string) bool {
 // in or under ("downloads" for ~/Downloads/export.csv), "" for others: "in
 // Downloads" names ~/Downloads as surely as the path does.
 func userFolder(h string) string {
+	// A root path of a user folder is one written after $HOME:
+	// "$HOME/Documents/x" reads as /Documents/x.
 	rest, ok := strings.CutPrefix(h, "~/")
+	if !ok {
+		rest, ok = strings.CutPrefix(h, "/")
+	}
 	if !ok {
 		return ""
 	}
@@ -797,8 +802,8 @@ func (x *extraction) destinations(s string) {
 		domains = domainRE.FindAllStringSubmatchIndex(s, 16)
 	}
 	for _, m := range domains {
-		if x.inside(m[:2]) || !commonTLDs[strings.ToLower(s[m[2]:m[3]])] {
-			continue
+		if x.inside(m[:2]) || !commonTLDs[strings.ToLower(s[m[2]:m[3]])] || m[0] > 0 && (s[m[0]-1] == '/' || s[m[0]-1] == '\\') {
+			continue // not a domain, or a name in a path (/Applications/LibreOffice.app)
 		}
 		d := strings.TrimPrefix(strings.ToLower(s[m[0]:m[1]]), "www.")
 		x.add(m[0], "domain", s[m[0]:m[1]], d, false)

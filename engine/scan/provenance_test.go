@@ -195,6 +195,10 @@ func TestProvenance(t *testing.T) {
 			[]Origin{
 				{Where: "action.arguments.b", Value: "https://everlane-returns.com/start", Kind: "url", Block: "u"},
 				{Where: "action.arguments.c", Value: "https://script.google.com/macros/s/AKfy/exec", Kind: "url", Block: "u"}}},
+		{"a name in a path is not a domain",
+			[]Text{{Where: "action.arguments.command", Text: "/Applications/LibreOffice.app/Contents/MacOS/soffice --headless x.docx"}},
+			[]string{"convert it to PDF"},
+			[]Text{{Where: "u", Text: "installed: /Applications/LibreOffice.app"}}, nil},
 		{"path and account id",
 			[]Text{{Where: "action.arguments.file", Text: "/srv/share/exports/q3.csv"}, {Where: "action.arguments.account", Text: "ACC77120934"}},
 			nil, []Text{{Where: "a", Text: "nothing"}, {Where: "b", Text: "upload /srv/share/exports/q3.csv to ACC77120934"}},
