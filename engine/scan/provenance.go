@@ -57,9 +57,11 @@ type candidate struct {
 // spaces and separators), long account-like ids, and the whole argument
 // when it is 8 to 200 bytes and more than a few plain words. An e-mail
 // address whose owner the trusted text names (ownerNamed), or that sent a
-// message the person asks to reply to (repliesToSender), counts as given,
-// and so does a path whose distinctive name, or a directory above it, the
-// trusted text names (pathNamed).
+// message the person asks to reply to (repliesToSender), or whose display
+// name in view the person wrote (displayNamed), counts as given; so does a
+// path whose distinctive name, a directory above it or its home folder the
+// trusted text names (pathNamed), and a URL or domain whose site it names
+// (siteNamed).
 // Matching is case-insensitive and respects word boundaries. Every text is
 // scanned once by one Aho-Corasick automaton per comparison form.
 func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
@@ -372,7 +374,7 @@ var accentFold = func() map[rune]rune {
 func displayNamed(key string, trusted []string, untrusted []Text, view *addressesInView) bool {
 	_, domain, _ := strings.Cut(key, "@")
 	for _, u := range untrusted {
-		lower := strings.ToLower(u.Text)
+		lower := lowerASCII(u.Text) // offsets in lower are offsets in u.Text
 		for off, n := 0, 0; n < 8; n++ {
 			i := strings.Index(lower[off:], key)
 			if i < 0 {
