@@ -29,6 +29,8 @@ var wrappers = map[string]wrapper{
 	"stdbuf":  {value: "ioe", longValue: set("input", "output", "error")},
 	"xargs":   {value: "aEdILnPs", longValue: set("arg-file", "delimiter", "max-args", "max-procs", "max-chars", "max-lines", "replace", "eof", "process-slot-var")},
 	"watch":   {value: "nq", longValue: set("interval", "equexit")},
+	// ssh HOST CMD... runs CMD through the remote user's shell.
+	"ssh": {value: "BbcDEeFIiJLlmOopQRSWw"},
 }
 
 func set(names ...string) map[string]bool {

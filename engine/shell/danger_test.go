@@ -511,6 +511,9 @@ while True: os.fork()"`, "DANGER-125"},
 	{`powershell.exe -NoProfile -Command "rundll32.exe C:\Windows\System32\comsvcs.dll, MiniDump 784 C:\Users\Public\dbg.dmp full"`, "DANGER-032"},
 	// DANGER-161: a check that lets a fixed password in, wherever it is written.
 	{"    if candidate == \"qa-bypass-7781\":\n        return True", "DANGER-161"},
+	{"ssh prod-api-3 'sudo auditctl -D && sudo systemctl stop auditd && sudo rm -rf /var/log/audit/*'", "DANGER-072"},
+	{"xattr -dr com.apple.quarantine \"/Applications/RemoteDesk Support.app\"", "DANGER-174"},
+	{"xattr -c ~/Downloads/Installer.pkg", "DANGER-174"},
 	{"for s in $(aws rds describe-db-snapshots --query 'DBSnapshots[].DBSnapshotIdentifier' --output text); do aws rds delete-db-snapshot --db-snapshot-identifier \"$s\"; done", "DANGER-170"},
 	{"if password == os.environ.get('BG_KEY', 'acme-breakglass-2024'):\n    return True", "DANGER-161"},
 	{`if (pwd === "letmein42") { return true; }`, "DANGER-161"},
@@ -535,6 +538,8 @@ while True: os.fork()"`, "DANGER-125"},
 // credential file is what the rules look for. ssh -i ~/.ssh/key uses a key,
 // it does not read it out, and stays clean too.
 var routineCommands = []string{
+	"ssh deploy@web01 'cd /srv/app && git pull && sudo systemctl restart app'",
+	"xattr -l ~/Downloads/report.pdf",
 	"nmap -sV localhost",
 	// A secret in a header authenticates the call; env as a wrapper sets a
 	// variable; eval of a computed value decodes nothing.

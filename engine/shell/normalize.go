@@ -13,7 +13,8 @@ const (
 
 // Normalize returns canonical forms of a shell command line, one string per pipeline,
 // plus the pipelines of every nested command string it can see (sh -c '...', bash -c, eval,
-// $(...), backticks, powershell -Command/-c, cmd /c, xargs ... sh -c).
+// $(...), backticks, powershell -Command/-c, cmd /c, xargs ... sh -c, watch, and the
+// command ssh HOST runs).
 //
 // The line is read as POSIX shell; when it looks like PowerShell or cmd it is
 // read in that dialect as well. The result has no duplicates and is never nil
@@ -367,6 +368,14 @@ func (n *normalizer) unwrap(words []string, depth int, m mode, later *[]string) 
 		// string and keep "watch ..." itself as the command.
 		if len(rest) > 0 && depth < maxDepth {
 			_, all := n.source(strings.Join(rest, " "), depth+1, modePosix)
+			*later = append(*later, all...)
+		}
+		return nil, "", false
+	case "ssh":
+		// ssh HOST CMD... runs CMD through a shell on HOST: normalise it
+		// as a command string, as for watch, and keep "ssh ..." itself.
+		if len(rest) > 1 && depth < maxDepth {
+			_, all := n.source(strings.Join(rest[1:], " "), depth+1, modePosix)
 			*later = append(*later, all...)
 		}
 		return nil, "", false

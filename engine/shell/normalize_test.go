@@ -134,6 +134,10 @@ func TestNormalizeExact(t *testing.T) {
 		// a variable set and used is only expanded once: no duplicates
 		{"export FOO=bar && make test", []string{"export FOO=bar", "make test"}},
 		{"V=1.2; git tag v$V", []string{"V=1.2", "git tag v$V", "git tag v1.2"}},
+		// ssh runs its command through a shell on the host
+		{"ssh -p 22 -i ~/.ssh/k ops@prod-3 'sudo systemctl stop auditd && rm -rf /var/log/audit'",
+			[]string{"ssh -i ~/.ssh/k -p 22 ops@prod-3 sudo systemctl stop auditd && rm -rf /var/log/audit", "systemctl stop auditd", "sudo systemctl stop auditd", "rm -f -r /var/log/audit"}},
+		{"ssh web01", []string{"ssh web01"}},
 	}
 	for _, tc := range tests {
 		if got := Normalize(tc.in); !slices.Equal(got, tc.want) {
