@@ -51,7 +51,8 @@ import (
 //
 // It returns
 //
-//	"texts"              toolgate.texts(input)
+//	"texts"              toolgate.texts(input), and "decoded": what the untrusted
+//	                     texts decode to (scan.Decode), when untrusted text is in view
 //	"control_arguments"  the argument texts that are not payload (isPayload)
 //	"spoofed_arguments"  zero-width or bidi characters and mixed-script
 //	                     homoglyph words in the control arguments
@@ -384,6 +385,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 
 	empty := ast.ArrayTerm()
 	patternHits, encodedTerm, decodedHits, injectionHits, disguisedHits, requestedTerm := empty, empty, empty, empty, empty, empty
+	var decodedTerms []*ast.Term // what the untrusted texts decode to
 	if len(untrusted) > 0 {
 		verbs, err := verbsFor(getPath(opts, "action_verbs"), getPath(opts, "generic_verbs"))
 		if err != nil {
@@ -456,6 +458,9 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 				}
 			})
 		}
+		for _, t := range decoded["context"] {
+			decodedTerms = append(decodedTerms, textTerm(t.Where, t.Text, "context"))
+		}
 		patternHits, encodedTerm, decodedHits = hits, ast.ArrayTerm(enc...), dhits
 		injectionHits, disguisedHits = ast.ArrayTerm(injection...), ast.ArrayTerm(disguised...)
 	}
@@ -465,6 +470,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 			ast.Item(keyTerm("arguments"), ast.ArrayTerm(argTerms...)),
 			ast.Item(keyTerm("untrusted"), ast.ArrayTerm(untrustedTerms...)),
 			ast.Item(keyTerm("trusted"), ast.ArrayTerm(trustedTerms...)),
+			ast.Item(keyTerm("decoded"), ast.ArrayTerm(decodedTerms...)),
 		)),
 		ast.Item(keyTerm("control_arguments"), ast.ArrayTerm(controlTerms...)),
 		ast.Item(keyTerm("spoofed_arguments"), ast.ArrayTerm(spoofed...)),

@@ -31,7 +31,9 @@ func TestInspectAgreesWithBuiltins(t *testing.T) {
 	}
 	q := `facts := toolgate.inspect(input, {"category": "shell", "patterns": data.toolgate.patterns.rules, "danger": data.toolgate.danger.rules, "payload_keys": data.toolgate.config.payload_keys, "path_key_parts": data.toolgate.config.path_key_parts, "command_categories": {"shell"}, "path_scopes": {"read": "read_path"}, "outbound_categories": set()})
 		texts := toolgate.texts(input)
-		facts.texts == texts
+		object.remove(facts.texts, ["decoded"]) == texts
+		facts.texts.decoded == [{"where": f.where, "text": f.decoded, "scope": "context"} | some f in facts.encoded; f.scope == "context"]
+		count(facts.texts.decoded) > 0
 		scanned := array.concat(texts.arguments, texts.untrusted)
 		facts.pattern_hits == toolgate.match(scanned, data.toolgate.patterns.rules)
 		facts.encoded == toolgate.decode(scanned)

@@ -596,8 +596,14 @@ func meaningful(s string) bool {
 			others++
 		}
 	}
-	if letters < 3 || letters*2 < total || others*3 > total {
+	if letters < 3 || others*3 > total {
 		return false
+	}
+	if letters*2 < total {
+		// Mostly digits: meaningful only when it names where to send
+		// ("pay to IBAN DE89 3704 0044 0532 0130 00"), as a payment
+		// instruction does; an id or a hash does not.
+		return strings.Contains(s, "://") || ibanRE.MatchString(s) || strings.IndexByte(s, '@') > 0 && emailRE.MatchString(s)
 	}
 	return wordSpace(s) || strings.ContainsAny(s, "|;&<>$`") || strings.Contains(s, "://") || pathShape(s)
 }

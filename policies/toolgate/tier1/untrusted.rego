@@ -123,7 +123,10 @@ custom_patterns := [p |
 # what agents are for; taking a destination from it is what injections do.
 # (facts.control_arguments: the argument texts whose key is not in
 # config.payload_keys.)
-provenance := toolgate.provenance(facts.control_arguments, facts.texts.trusted, facts.texts.untrusted)
+# What the untrusted text decodes to counts as untrusted text too (an IBAN
+# "base64-encoded to stop scrapers"): facts.texts.decoded, empty when no
+# encoded content is in view.
+provenance := toolgate.provenance(facts.control_arguments, facts.texts.trusted, array.concat(facts.texts.untrusted, facts.texts.decoded))
 
 # facts.injection_hits: injection language (patterns of class "injection")
 # in the untrusted blocks, or in what they decode to.
