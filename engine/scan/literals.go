@@ -14,7 +14,7 @@ import (
 const (
 	maxLitSet  = 64  // exact sets (cross products)
 	maxFoldSet = 8   // spellings of a run of non-ASCII letters under (?i)
-	maxReqSet  = 256 // required sets (unions over alternations)
+	maxReqSet  = 512 // required sets (unions over alternations)
 	maxLitLen  = 64
 	minLitLen  = 3
 	// minShortLitLen: a rule with no set of minLitLen literals is still

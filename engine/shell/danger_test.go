@@ -168,6 +168,27 @@ func nestedUnbounded(re *syntax.Regexp, inside bool) bool {
 	return false
 }
 
+// TestDangerRulesPrefiltered: every rule but those that match a bare path
+// has a set of literals its matches hold, so that its regexp runs only
+// near them. A rule whose literal sets grow too large (every spelling of
+// many alternatives) loses its prefilter and runs over every text in
+// full: DANGER-168 did, and cost 100 µs a call.
+func TestDangerRulesPrefiltered(t *testing.T) {
+	var rules []scan.Rule
+	for _, r := range loadDanger(t) {
+		rules = append(rules, scan.Rule{Code: r.Code, Name: r.Name, Pattern: r.Pattern, Except: r.Except})
+	}
+	rs, err := scan.Compile(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// DANGER-090 is a delete of "/", "~" or a system directory: a whole
+	// path with nothing literal in common, matched over short path texts.
+	if got := rs.Unfiltered(); !slices.Equal(got, []string{"DANGER-090"}) {
+		t.Errorf("unfiltered rules %v, want only DANGER-090", got)
+	}
+}
+
 // dangerCommands must each match the given code (other codes may match too).
 var dangerCommands = []struct{ cmd, code string }{
 	// staging credentials where others can read them
