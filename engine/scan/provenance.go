@@ -112,15 +112,15 @@ func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
 	}
 	var hits []candidate
 	var blocks []int
-	view := &addressesInView{trusted: trusted, untrusted: untrusted}
+	view := &inView{trusted: trusted, untrusted: untrusted}
 	for id, c := range cands {
 		if block[id] < 0 || inTrusted[id] {
 			continue
 		}
-		if c.kind == "path" && pathNamed(c.value, trusted) || (c.kind == "url" || c.kind == "domain") && siteNamed(c.key, trusted) {
+		if c.kind == "path" && pathNamed(c.value, view.lowerTrusted()) || (c.kind == "url" || c.kind == "domain") && siteNamed(c.key, view.lowerTrusted()) {
 			continue
 		}
-		if c.kind == "email" && (ownerNamed(c.key, trusted, view) || displayNamed(c.key, trusted, untrusted, view) || repliesToSender(c.key, trusted, untrusted)) {
+		if c.kind == "email" && (ownerNamed(c.key, view) || displayNamed(c.key, view) || repliesToSender(c.key, trusted, untrusted)) {
 			// The person named the owner or asked for a reply: the
 			// address is given, unless its domain is a look-alike of
 			// another in view (brightline-analytlcs.com beside
@@ -136,14 +136,18 @@ func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
 	return originsOf(args, untrusted, hits, blocks)
 }
 
-// addressesInView are the e-mail addresses of the texts in view (at most 64
-// from each), read once, and only when a waiver asks for them.
-type addressesInView struct {
+// inView is what the waivers read of the texts in view, each form made
+// once and only when a waiver asks for it: the e-mail addresses (at most 64
+// from each text), and the trusted texts lower-cased and with their
+// accents folded.
+type inView struct {
 	trusted   []string
 	untrusted []Text
 	read      bool
 	list      []viewAddress
 	regs      []string // the addresses' registrable domains, each once
+	lower     []string // the trusted texts lower-cased (lowerTrusted)
+	folded    []string // the trusted texts with accents folded (foldedTrusted)
 }
 
 type viewAddress struct {
@@ -152,7 +156,7 @@ type viewAddress struct {
 	untrusted bool
 }
 
-func (v *addressesInView) addresses() []viewAddress {
+func (v *inView) addresses() []viewAddress {
 	if v.read {
 		return v.list
 	}
@@ -176,9 +180,32 @@ func (v *addressesInView) addresses() []viewAddress {
 }
 
 // domains returns the registrable domains of the addresses in view.
-func (v *addressesInView) domains() []string {
+func (v *inView) domains() []string {
 	v.addresses()
 	return v.regs
+}
+
+// lowerTrusted returns the trusted texts lower-cased.
+func (v *inView) lowerTrusted() []string {
+	if v.lower == nil {
+		v.lower = make([]string, len(v.trusted))
+		for i, t := range v.trusted {
+			v.lower[i] = strings.ToLower(t)
+		}
+	}
+	return v.lower
+}
+
+// foldedTrusted returns the trusted texts with their accents folded
+// (foldAccents), as names are compared with addresses.
+func (v *inView) foldedTrusted() []string {
+	if v.folded == nil {
+		v.folded = make([]string, len(v.trusted))
+		for i, t := range v.trusted {
+			v.folded[i] = foldAccents(t)
+		}
+	}
+	return v.folded
 }
 
 // localWords splits an address's local part (lower case) into its words:
@@ -300,27 +327,26 @@ func NamesDestination(args []Text, text string) bool {
 // another domain (greg@alder-lettings.example and
 // greg.leasing@mailbox.example), the name does not say which one: a
 // look-alike mailbox is how a thread's replies are stolen.
-func ownerNamed(key string, trusted []string, view *addressesInView) bool {
+func ownerNamed(key string, view *inView) bool {
 	local, domain, _ := strings.Cut(key, "@")
 	words := localWords(local)
 	if slices.ContainsFunc(words, func(w string) bool { return roleWords[w] }) {
 		return false // a function's mailbox (backup-receipts@), not a person's
 	}
 	for _, w := range words {
-		if len(w) >= 3 && namesWord(trusted, w) {
+		if len(w) >= 3 && namesWord(view.foldedTrusted(), w) {
 			return !namedElsewhere(w, domain, view)
 		}
 	}
 	return false
 }
 
-// namesWord reports whether a trusted text writes the lower-case word w as
-// a name: capitalised, as a whole word, accents aside ("Benoît" names
-// benoit).
-func namesWord(trusted []string, w string) bool {
+// namesWord reports whether one of the texts (trusted, with accents
+// folded: "Benoît" names benoit) writes the lower-case word w as a name:
+// capitalised, as a whole word.
+func namesWord(folded []string, w string) bool {
 	name := strings.ToUpper(w[:1]) + w[1:]
-	for _, t := range trusted {
-		t = foldAccents(t)
+	for _, t := range folded {
 		for off := 0; ; {
 			i := strings.Index(t[off:], name)
 			if i < 0 {
@@ -371,9 +397,9 @@ var accentFold = func() map[rune]rune {
 // three letters or more of that name, not a role, in the trusted text. As
 // for ownerNamed, another address in view for that name on another domain
 // takes the waiver away.
-func displayNamed(key string, trusted []string, untrusted []Text, view *addressesInView) bool {
+func displayNamed(key string, view *inView) bool {
 	_, domain, _ := strings.Cut(key, "@")
-	for _, u := range untrusted {
+	for _, u := range view.untrusted {
 		lower := lowerASCII(u.Text) // offsets in lower are offsets in u.Text
 		for off, n := 0, 0; n < 8; n++ {
 			i := strings.Index(lower[off:], key)
@@ -388,7 +414,7 @@ func displayNamed(key string, trusted []string, untrusted []Text, view *addresse
 				continue
 			}
 			for _, w := range strings.Fields(strings.ToLower(foldAccents(m[1]))) {
-				if len(w) >= 3 && !roleWords[w] && isASCII(w) && namesWord(trusted, w) && !namedElsewhere(w, domain, view) {
+				if len(w) >= 3 && !roleWords[w] && isASCII(w) && namesWord(view.foldedTrusted(), w) && !namedElsewhere(w, domain, view) {
 					return true
 				}
 			}
@@ -405,8 +431,9 @@ func displayNamed(key string, trusted []string, untrusted []Text, view *addresse
 // An agent finds where a thing the person named lives; an injection that
 // picks a place names one the person did not. A path that climbs (..) is
 // never given this way, and names every directory has (build, logs, src,
-// config...) are not distinctive.
-func pathNamed(p string, trusted []string) bool {
+// config...) are not distinctive. lowerTrusted are the trusted texts,
+// lower-cased.
+func pathNamed(p string, lowerTrusted []string) bool {
 	if strings.Contains(p, "..") {
 		return false
 	}
@@ -415,8 +442,7 @@ func pathNamed(p string, trusted []string) bool {
 	distinctive := len(base) >= 5 && !commonDirNames[strings.TrimPrefix(base, ".")]
 	home := homeRelative(lp)
 	folder := userFolder(home)
-	for _, t := range trusted {
-		lt := strings.ToLower(t)
+	for _, lt := range lowerTrusted {
 		if distinctive && containsBounded(lt, base) || folder != "" && containsBounded(lt, folder) {
 			return true
 		}
@@ -465,16 +491,16 @@ var userFolders = map[string]bool{
 // trusted text. A look-alike (everlane-returns.com) is another name.
 // Platforms where anyone publishes (github.com, docs.google.com,
 // *.herokuapp.com...) name no one in particular, so naming them gives
-// nothing.
-func siteNamed(key string, trusted []string) bool {
+// nothing. lowerTrusted are the trusted texts, lower-cased.
+func siteNamed(key string, lowerTrusted []string) bool {
 	host, _, _ := strings.Cut(key, "/")
 	host, _, _ = strings.Cut(host, ":")
 	name, _, _ := strings.Cut(registrable(host), ".")
 	if len(name) < 3 || sharedHosts[name] {
 		return false
 	}
-	for _, t := range trusted {
-		if containsBounded(strings.ToLower(t), name) {
+	for _, lt := range lowerTrusted {
+		if containsBounded(lt, name) {
 			return true
 		}
 	}
@@ -554,7 +580,7 @@ var commonDirNames = map[string]bool{
 
 // namedElsewhere reports whether an untrusted text holds an address on
 // another domain than domain whose local part has the word w.
-func namedElsewhere(w, domain string, view *addressesInView) bool {
+func namedElsewhere(w, domain string, view *inView) bool {
 	return slices.ContainsFunc(view.addresses(), func(a viewAddress) bool {
 		return a.untrusted && a.domain != domain && slices.Contains(a.words, w)
 	})
@@ -604,17 +630,21 @@ func repliesToSender(key string, trusted []string, untrusted []Text) bool {
 	return false
 }
 
+// foreignFrom names a message's From: header in other languages (Von:,
+// De:, Expéditeur:...), written at the start of a line.
+const foreignFrom = `(?:von|de|da|van|från|fra|od|absender|remitente|exp[ée]diteur|差出人|发件人)`
+
 var (
 	replyRE    = regexp.MustCompile(`(?i)\b(?:repl(?:y|ies|ying)|respond|answer|write back|get back to|decline|accept|rsvp|(?:the )?sender|who (?:e-?mailed|wrote|messaged|texted|sent|contacted|reached out))\b|\b(?:antwort\w*|beantworte\w*|antwoord\w*|beantwoord\w*|respond[aeiíó]\w*|resp[oó]nde\w*|cont[eé]st[ae]\w*|r[eé]pond\w*|rispond\w*|svara\w*|odpowiedz\w*)|返信|返事|回复`)
 	replyAllRE = regexp.MustCompile(`(?i)\brepl(?:y|ies|ying)[ -]?(?:to[ -])?all\b|\breplyall\b|\b(?:everyone|everybody|all the people|all recipients) (?:on|in) (?:the|this|that)(?: [\w-]+){0,3} (?:thread|e-?mail|chain|conversation)\b`)
-	senderRE   = regexp.MustCompile(`(?:^|\s)(?:from|reply-to|sender)\s*:[^:]{0,80}$|^\s*(?:von|de|da|van|från|fra|od|absender|remitente|exp[ée]diteur|差出人|发件人)\s*:[^:]{0,80}$|["'](?:from|sender|reply_?to|requester|organi[sz]er|author)["']\s*:\s*(?:\{[^{}]{0,80}?)?["']?[^"':,]{0,60}$`)
+	senderRE   = regexp.MustCompile(`(?:^|\s)(?:from|reply-to|sender)\s*:[^:]{0,80}$|^\s*` + foreignFrom + `\s*:[^:]{0,80}$|["'](?:from|sender|reply_?to|requester|organi[sz]er|author)["']\s*:\s*(?:\{[^{}]{0,80}?)?["']?[^"':,]{0,60}$`)
 	// displayNameRE: the name written just before an address, "Sophie van
 	// Dijk" of "From: Sophie van Dijk <", at most four words, each
 	// capitalised but for particles (van, de, von...).
 	displayNameRE = regexp.MustCompile(`(\p{Lu}[\p{L}'-]+(?:\s+(?:(?:van|von|de|der|den|da|di|del|la|le|du|dos|das|bin|al)\s+)?\p{Lu}[\p{L}'-]+){0,3})["']?$`)
 	recipientsRE  = regexp.MustCompile(`^\s*(?:to|cc)\s*:[^:]{0,400}$`)
 	replyToRE     = regexp.MustCompile(`(?:^|\s)reply-to\s*:[^:]{0,80}$|["']reply_?to["']\s*:\s*["']?[^"':,]{0,60}$`)
-	fromLineRE    = regexp.MustCompile(`(?m)(?:^|\s)(?:from|sender)\s*:[^\n]{0,200}|^\s*(?:von|de|da|van|från|fra|od|absender|remitente|exp[ée]diteur|差出人|发件人)\s*:[^\n]{0,200}|["'](?:from|sender)["']\s*:\s*["'][^"'\n]{0,200}`)
+	fromLineRE    = regexp.MustCompile(`(?m)(?:^|\s)(?:from|sender)\s*:[^\n]{0,200}|^\s*` + foreignFrom + `\s*:[^\n]{0,200}|["'](?:from|sender)["']\s*:\s*["'][^"'\n]{0,200}`)
 )
 
 // sameDomainSender reports whether lower (a message, lower case) has a From:
