@@ -120,6 +120,9 @@ func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
 		if c.kind == "path" && pathNamed(c.value, view.lowerTrusted()) || (c.kind == "url" || c.kind == "domain") && siteNamed(c.key, view.lowerTrusted()) {
 			continue
 		}
+		if (c.kind == "url" || c.kind == "domain" || c.kind == "email") && machineNamed(c.key, view.lowerTrusted()) {
+			continue
+		}
 		if c.kind == "email" && (ownerNamed(c.key, view) || displayNamed(c.key, view) || repliesToSender(c.key, trusted, untrusted)) {
 			// The person named the owner or asked for a reply: the
 			// address is given, unless its domain is a look-alike of
@@ -501,6 +504,32 @@ func siteNamed(key string, lowerTrusted []string) bool {
 	}
 	for _, lt := range lowerTrusted {
 		if containsBounded(lt, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// machineNamed reports whether the person named the machine of a URL,
+// domain or user@host key by its short name: the host's first label, when
+// the host has a name below its registrable domain and that label is
+// distinctive (a digit or a hyphen in four characters or more: "web-03" of
+// deploy@web-03.int.lumahost.example, "grafana-eu" of
+// grafana-eu.corp.example), is a word of the trusted text. People call
+// their servers by these names; inventories and shell prompts write them
+// out in full.
+func machineNamed(key string, lowerTrusted []string) bool {
+	host, _, _ := strings.Cut(key, "/")
+	if _, after, ok := strings.Cut(host, "@"); ok {
+		host = after
+	}
+	host, _, _ = strings.Cut(host, ":")
+	label, _, _ := strings.Cut(host, ".")
+	if len(label) < 4 || label == host || registrable(host) == host || !strings.ContainsAny(label, "-0123456789") {
+		return false
+	}
+	for _, lt := range lowerTrusted {
+		if containsBounded(lt, label) {
 			return true
 		}
 	}
@@ -902,7 +931,8 @@ var pseudoFiles = map[string]bool{"/dev/null": true, "/dev/zero": true, "/dev/st
 // names a place outside the project an agent works in: under a home
 // directory (~/..., $HOME/...), above the working directory (../...) or
 // absolute, but not the tail of a relative name ("/feature/x" of
-// "origin/feature/x"). Relative paths (tests/test_api.py, ./scripts/x.sh)
+// "origin/feature/x") or of a glob ("/dist" of "~/code/*/dist", whose
+// head is a path of its own). Relative paths (tests/test_api.py, ./scripts/x.sh)
 // are what agents take from test reports, listings and build logs all day;
 // injected text that means harm points at absolute or home paths, since it
 // cannot know the working directory.
@@ -912,7 +942,7 @@ func outsideProject(before, p string) bool {
 		return true
 	case !strings.HasPrefix(p, "/"):
 		return false
-	case before == "" || !isWordByte(before[len(before)-1]):
+	case before == "" || !isWordByte(before[len(before)-1]) && !strings.ContainsRune("*?]}", rune(before[len(before)-1])):
 		return true
 	}
 	lb := strings.ToLower(before)
