@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -244,7 +245,7 @@ func (d *decoder) run(s string, i, depth int) (span, bool) {
 	}
 	if len(hexBody) >= minEncodedRun && len(hexBody)%2 == 0 && allBytes(hexBody, isHexDigit) {
 		if b, err := hex.DecodeString(hexBody); err == nil {
-			if sp, ok := d.finish(i, end, "hex", string(b), depth, accept); ok {
+			if sp, ok := d.finish(i, end, "hex", bytesText(b), depth, accept); ok {
 				return sp, true
 			}
 		}
@@ -265,11 +266,29 @@ func (d *decoder) run(s string, i, depth int) (span, bool) {
 		norm = norm[:len(norm)-1]
 	}
 	if b, err := base64.RawStdEncoding.DecodeString(norm); err == nil {
-		if sp, ok := d.finish(i, end, "base64", string(b), depth, accept); ok {
+		if sp, ok := d.finish(i, end, "base64", bytesText(b), depth, accept); ok {
 			return sp, true
 		}
 	}
 	return span{}, false
+}
+
+// bytesText reads decoded bytes as text: UTF-8, or UTF-16LE when every
+// second byte is NUL (Windows writes its strings so: SQL Server's
+// NVARCHAR literals, PowerShell's -EncodedCommand), which no UTF-8 text
+// holds.
+func bytesText(b []byte) string {
+	if len(b) < 8 || len(b)%2 != 0 {
+		return string(b)
+	}
+	u := make([]uint16, len(b)/2)
+	for k := range u {
+		if b[2*k+1] != 0 || b[2*k] == 0 {
+			return string(b)
+		}
+		u[k] = uint16(b[2*k])
+	}
+	return string(utf16.Decode(u))
 }
 
 func isBase32(s string) bool {
