@@ -65,3 +65,17 @@ reasons contains {"code": "TOOL-001", "rule": "blocked_tool", "message": sprintf
 reasons contains {"code": "TOOL-002", "rule": "dangerous_tool", "message": sprintf("tool %q is dangerous: a person must approve it", [input.action.type]), "where": "action.type", "decision": "pending"} if {
 	tool.approval == "dangerous"
 }
+
+# A low-risk database tool is low-risk because it reads (read_database,
+# query_data): a statement that writes, deletes or grants through it
+# (UPDATE accounts SET balance = ..., under a comment that says "read-only
+# lookup") is not what the registry rated, and a person or Tier 2 decides.
+reasons contains {"code": "TOOL-003", "rule": "read_tool_writes", "message": sprintf("read tool %q given a statement that changes data in %s", [input.action.type, where]), "where": where, "decision": "escalate"} if {
+	tool.category == "database"
+	tool.risk == "low"
+	some k, v in input.action.arguments
+	is_string(v)
+	regex.match(`(?is)(?:^|;)\s*(?:(?:--[^\n]*\n|/\*.*?\*/)\s*)*(?:insert|update|delete|drop|alter|truncate|grant|revoke|create|merge|replace|upsert|rename)\s`, v)
+	where := sprintf("action.arguments.%s", [k])
+}
+

@@ -95,3 +95,26 @@ test_registered_agent_ignores_config_tools if {
 		with data.toolgate.config.agent_tools as {"agent_t": {"blocked": ["bash"]}}
 	not "TOOL-001" in codes(d)
 }
+
+test_read_tool_given_a_write if {
+	d := tier1.decision with input as req("trusted", "query_data", {"query": "/* READ-ONLY: balance lookup. No writes. */\nUPDATE accounts SET balance = balance + 50000 WHERE id = 8812;"}, [])
+	d.decision == "escalate"
+	"TOOL-003" in codes(d)
+}
+
+test_read_tool_given_a_second_statement_that_writes if {
+	d := tier1.decision with input as req("trusted", "read_database", {"query": "SELECT 1; -- ok\n DELETE FROM sessions WHERE id = 4"}, [])
+	"TOOL-003" in codes(d)
+}
+
+test_read_tool_reads if {
+	d := tier1.decision with input as req("trusted", "query_data", {"query": "SELECT id, updated_at FROM orders WHERE status = 'update pending' -- no deletes"}, [])
+	d.decision == "allow"
+	not "TOOL-003" in codes(d)
+}
+
+test_write_tool_not_tool_003 if {
+	d := tier1.decision with input as req("trusted", "execute_sql", {"query": "UPDATE orders SET status = 'shipped' WHERE id = 7"}, [])
+	not "TOOL-003" in codes(d)
+}
+
