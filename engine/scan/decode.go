@@ -16,7 +16,7 @@ import (
 
 // Finding is one piece of encoded or disguised content found by Decode.
 type Finding struct {
-	Code      string   // ENCODED-001..009, see the package documentation
+	Code      string   // ENCODED-001..011, see the package documentation
 	Message   string   // what was found and where
 	Where     string   // the Text's Where
 	Encodings []string // the layer chain, outermost first, e.g. ["base64", "percent"]
@@ -43,7 +43,8 @@ var encodingCodes = map[string]string{
 // Decode reports encoded content (base64, base32, hex, percent encoding,
 // HTML entities, backslash escapes; up to MaxLayers nested) whose decoding
 // is meaningful text, and disguised text (zero-width and bidi control
-// characters, mixed-script homoglyph words) in each text. Findings come in
+// characters, mixed-script homoglyph words, tag characters, runs of
+// variation selectors) in each text. Findings come in
 // text order, then by offset. Work and output are bounded; any input is
 // safe.
 func Decode(texts []Text) []Finding {
@@ -89,8 +90,9 @@ func Decodings(s string) []string {
 }
 
 // Disguised reports only the disguised text in each text: zero-width and
-// bidi control characters (ENCODED-007, ENCODED-008) and mixed-script
-// homoglyph words (ENCODED-009), as Decode does, without looking for
+// bidi control characters (ENCODED-007, ENCODED-008), mixed-script
+// homoglyph words (ENCODED-009), tag characters (ENCODED-010) and runs of
+// variation selectors (ENCODED-011), as Decode does, without looking for
 // encodings. It is cheap on ASCII text (one pass, nothing found).
 func Disguised(texts []Text) []Finding {
 	var out []Finding
@@ -653,6 +655,34 @@ func pathShape(s string) bool {
 
 // --- invisible characters ---
 
+// Unicode tag characters (U+E0000..U+E007F) mirror ASCII and show
+// nothing: text written in them is read by a model and by no person
+// ("ASCII smuggling"). Their one visible use is the subdivision flags,
+// U+1F3F4 followed by tag letters and U+E007F.
+const (
+	blackFlag = 0x1F3F4
+	cancelTag = 0xE007F
+)
+
+func isTag(r rune) bool { return r >= 0xE0000 && r <= cancelTag }
+
+// minSelectorRun variation selectors in a row carry data: a glyph takes at
+// most one (text or emoji style, or an ideographic variant).
+const minSelectorRun = 4
+
+// selectorByte is the byte a variation selector stands for when text is
+// hidden in them: VS1..VS16 (U+FE00..U+FE0F) 0..15, VS17..VS256
+// (U+E0100..U+E01EF) 16..255.
+func selectorByte(r rune) (byte, bool) {
+	switch {
+	case r >= 0xFE00 && r <= 0xFE0F:
+		return byte(r - 0xFE00), true
+	case r >= 0xE0100 && r <= 0xE01EF:
+		return byte(r - 0xE0100 + 16), true
+	}
+	return 0, false
+}
+
 func isZeroWidth(r rune) bool {
 	return r >= 0x200B && r <= 0x200D || r == 0x2060 || r == 0xFEFF
 }
@@ -679,12 +709,49 @@ func isPictograph(r rune) bool {
 }
 
 // invisibleFindings reports zero-width characters (ENCODED-007; a BOM at
-// the very start is ignored) and bidi controls (ENCODED-008), one finding
-// each per text at the first occurrence.
+// the very start is ignored), bidi controls (ENCODED-008) and Unicode tag
+// characters (ENCODED-010) and runs of variation selectors (ENCODED-011),
+// one finding each per text at the first occurrence.
 func invisibleFindings(t Text) []Finding {
 	zwFirst, zwCount, bidiFirst, bidiCount := -1, 0, -1, 0
+	tagFirst, flag := -1, false
+	var hidden strings.Builder
+	vsFirst, vsStart, vsRun := -1, -1, 0
+	var vsBytes []byte
 	for i, r := range t.Text {
+		if !isTag(r) {
+			flag = r == blackFlag
+		}
+		if b, ok := selectorByte(r); ok {
+			// One variation selector picks a glyph's look; a run of
+			// them carries bytes, one each ("emoji smuggling").
+			if vsRun == 0 {
+				vsStart = i
+			}
+			if vsRun++; vsRun == minSelectorRun && vsFirst < 0 {
+				vsFirst = vsStart
+			}
+			if len(vsBytes) < MaxDecoded {
+				vsBytes = append(vsBytes, b)
+			}
+			continue
+		}
+		if vsRun > 0 && vsRun < minSelectorRun {
+			vsBytes = vsBytes[:len(vsBytes)-vsRun]
+		}
+		vsRun = 0
 		switch {
+		case flag && isTag(r):
+			// A subdivision flag (🏴 then tag letters, ended by U+E007F)
+			// is how those flags are written, not hiding anything.
+			flag = r != cancelTag
+		case isTag(r):
+			if tagFirst < 0 {
+				tagFirst = i
+			}
+			if r >= 0xE0020 && r < cancelTag && hidden.Len() < MaxDecoded {
+				hidden.WriteRune(r - 0xE0000)
+			}
 		case r == 0x200D && emojiJoin(t.Text, i):
 			// A zero-width joiner inside an emoji sequence (👨‍💻) is how
 			// those are written, not hiding anything.
@@ -700,7 +767,28 @@ func invisibleFindings(t Text) []Finding {
 			bidiCount++
 		}
 	}
+	if vsRun > 0 && vsRun < minSelectorRun {
+		vsBytes = vsBytes[:len(vsBytes)-vsRun]
+	}
 	var out []Finding
+	if vsFirst >= 0 {
+		decoded := string(vsBytes)
+		if !utf8.ValidString(decoded) {
+			decoded = strings.ToValidUTF8(decoded, "?")
+		}
+		out = append(out, Finding{
+			Code: "ENCODED-011", Where: t.Where, Encodings: []string{"variation-selector"}, Offset: vsFirst,
+			Message: fmt.Sprintf("a run of variation selectors in %s carries hidden bytes", t.Where),
+			Decoded: clip(decoded, MaxDecoded),
+		})
+	}
+	if tagFirst >= 0 {
+		out = append(out, Finding{
+			Code: "ENCODED-010", Where: t.Where, Encodings: []string{"tag"}, Offset: tagFirst,
+			Message: fmt.Sprintf("invisible Unicode tag characters in %s spell out text", t.Where),
+			Decoded: hidden.String(),
+		})
+	}
 	if zwCount > 0 {
 		cleaned := strings.Map(func(r rune) rune {
 			if isZeroWidth(r) {

@@ -26,13 +26,17 @@
 //
 //	ENCODED-001  base64 (standard or URL alphabet, with or without padding)
 //	ENCODED-002  base32
-//	ENCODED-003  hex digit pairs (optionally 0x-prefixed)
+//	ENCODED-003  hex digit pairs (optionally 0x-prefixed), read as UTF-16LE when every second byte is NUL
 //	ENCODED-004  percent (URL) encoding of letters, digits or dots, encoded ../, or double encoding
 //	ENCODED-005  HTML character references: numeric ones for letters or digits, or 4+ in a row
 //	ENCODED-006  \xHH, \uHHHH and \u{H...} escapes: of letters or digits, or 4+ in a row
 //	ENCODED-007  zero-width characters (U+200B..U+200D, U+2060, U+FEFF except a leading BOM)
 //	ENCODED-008  bidi control characters (U+202A..U+202E, U+2066..U+2069, U+200E, U+200F)
 //	ENCODED-009  a word mixing Latin letters with Cyrillic or Greek look-alikes
+//	ENCODED-010  Unicode tag characters (U+E0000..U+E007F), which spell invisible ASCII,
+//	             outside a subdivision flag (U+1F3F4, tag letters, U+E007F)
+//	ENCODED-011  four or more variation selectors in a row (U+FE00..U+FE0F, U+E0100..U+E01EF),
+//	             read as one byte each
 //
 // Codes 001-006 are reported only when the decoding (followed through up to
 // three nested layers) reads as text; the code is that of the outermost layer.

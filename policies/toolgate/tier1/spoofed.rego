@@ -3,7 +3,7 @@
 # and Cyrillic or Greek look-alikes ("сonfig.yaml", "invoice\u202etxt.exe"),
 # acts on something other than what a reader sees. It escalates for every
 # tool, at every trust level, with or without untrusted context
-# (facts.spoofed_arguments: ENCODED-007..009 over the arguments whose key is
+# (facts.spoofed_arguments: ENCODED-007..011 over the arguments whose key is
 # not a payload key, and ENCODED-008 over what a write tool writes when it
 # holds bidi overrides or isolates: code that reads otherwise than it runs).
 # When a scrutinized tool has untrusted context in view, the encoded-content
