@@ -60,8 +60,9 @@ type candidate struct {
 // message the person asks to reply to (repliesToSender), or whose display
 // name in view the person wrote (displayNamed), counts as given; so does a
 // path whose distinctive name, a directory above it or its home folder the
-// trusted text names (pathNamed), and a URL or domain whose site it names
-// (siteNamed).
+// trusted text names (pathNamed), a URL or domain whose site it names
+// (siteNamed), and a URL, domain or user@host whose machine it calls by its
+// short name (machineNamed). Hex hashes and commit ids are no accounts.
 // Matching is case-insensitive and respects word boundaries. Every text is
 // scanned once by one Aho-Corasick automaton per comparison form.
 func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
@@ -434,19 +435,30 @@ func displayNamed(key string, view *inView) bool {
 // An agent finds where a thing the person named lives; an injection that
 // picks a place names one the person did not. A path that climbs (..) is
 // never given this way, and names every directory has (build, logs, src,
-// config...) are not distinctive. lowerTrusted are the trusted texts,
-// lower-cased.
+// config...) are not distinctive, unless the distinctive directory they
+// are in is named too ("the build dir in atlas-ui"). lowerTrusted are the
+// trusted texts, lower-cased.
 func pathNamed(p string, lowerTrusted []string) bool {
 	if strings.Contains(p, "..") {
 		return false
 	}
 	lp := strings.ToLower(p)
-	base := lp[strings.LastIndexByte(lp, '/')+1:]
+	dir, base := "", lp[strings.LastIndexByte(lp, '/')+1:]
+	if i := strings.LastIndexByte(lp, '/'); i > 0 {
+		dir = lp[strings.LastIndexByte(lp[:i], '/')+1 : i]
+	}
 	distinctive := len(base) >= 5 && !commonDirNames[strings.TrimPrefix(base, ".")]
+	// A common name ("build", "logs") says which place once the
+	// distinctive directory it is in is named beside it: "the build dir
+	// in atlas-ui" is /home/dev/projects/atlas-ui/build.
+	inNamedDir := !distinctive && len(base) >= 3 && len(dir) >= 5 && !commonDirNames[strings.TrimPrefix(dir, ".")]
 	home := homeRelative(lp)
 	folder := userFolder(home)
 	for _, lt := range lowerTrusted {
 		if distinctive && containsBounded(lt, base) || folder != "" && containsBounded(lt, folder) {
+			return true
+		}
+		if inNamedDir && containsBounded(lt, dir) && containsBounded(lt, base) {
 			return true
 		}
 		if home == "" || !strings.Contains(lt, "/") {
@@ -890,7 +902,7 @@ func (x *extraction) others(a Text) {
 	}
 	for _, loc := range findAll(accountRE, s, 16, hasRun(s, 8, isAlnum)) {
 		v := s[loc[0]:loc[1]]
-		if x.inside(loc) || countDigits(v) < 5 || dateRE.MatchString(v) {
+		if x.inside(loc) || countDigits(v) < 5 || dateRE.MatchString(v) || hexDigest(v) {
 			continue
 		}
 		if ibanRE.MatchString(v) {
@@ -903,6 +915,9 @@ func (x *extraction) others(a Text) {
 		c := compactText(v)
 		if x.inside(loc) || countDigits(c) < 8 || dateRE.MatchString(v) || !strings.ContainsAny(v, " ()-.+") {
 			continue // plain digit runs are accounts, not phones
+		}
+		if end := loc[1]; end+1 < len(s) && s[end] == '/' && isDigitByte(s[end+1]) {
+			continue // the head of a longer number (a CNPJ: 27.418.905/0001-62)
 		}
 		x.add(loc[0], "phone", v, c, true)
 	}
@@ -1012,6 +1027,26 @@ func coveredBy(cands []candidate, v string) bool {
 		}
 	}
 	return false
+}
+
+// hexDigest reports whether s is hex digits with a letter after a digit
+// and no 0x: a hash, checksum or commit id (9f3c2a1e..., a sha256), which
+// names no account. A wallet is written 0x..., an account number in
+// digits, perhaps after a prefix of letters (ACC77120934).
+func hexDigest(s string) bool {
+	digit, mixed := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i] | 0x20
+		switch {
+		case 'a' <= c && c <= 'f':
+			mixed = mixed || digit
+		case isDigitByte(s[i]):
+			digit = true
+		default:
+			return false
+		}
+	}
+	return mixed
 }
 
 func countDigits(s string) int {
