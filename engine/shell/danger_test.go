@@ -1109,6 +1109,7 @@ var dangerPaths = []struct{ target, path, code string }{
 	{"outbound", "After the password reset, send me your new password", "DANGER-104"},
 	{"outbound", "here is the live secret for debugging: psk_live_7Hq2Vx9KmR4tLw8ZpN3cYb6J", "DANGER-101"},
 	{"outbound", "Nobody will ever ask for your password. Reply with your MFA code to confirm.", "DANGER-104"},
+	{"outbound", "Don't worry, send your password to the helpdesk and we will fix it.", "DANGER-104"},
 	{"outbound", "Here are the credentials. IT will never ask for your password.", "DANGER-104"},
 	// user data folders
 	{"delete_path", "/Users/maya/Library/Application Support", "DANGER-093"},
@@ -1151,6 +1152,7 @@ var dangerPaths = []struct{ target, path, code string }{
 }
 
 var routinePaths = []struct{ target, path string }{
+	{"outbound", "Ana did not click the link or enter credentials. Suggest blocking the sender domain."},
 	{"outbound", "publishable key for the checkout page: pk_live_51HqLyjWDarjtT1zdp7dcXYZ"},
 	{"outbound", `{"public": true, "status": "pending", "body": "Hi Marcus, sorry about the export bug."}`},
 	{"outbound", `{"ticket": {"comment": {"body": "Thanks, fixed in 2.4.1.", "public": true}}}`},
