@@ -564,6 +564,7 @@ while True: os.fork()"`, "DANGER-125"},
 	{"sudo rm -r /var/backups/", "DANGER-190"},
 	{"find /mnt/db-backups -mtime +30 -delete", "DANGER-190"},
 	{"rm -rf ~/old_backup_2019", "DANGER-190"},
+	{"cat ~/.ssh/id_ed25519.pub ~/.ssh/id_ed25519", "DANGER-031"},
 }
 
 // routineCommands must match no rule. Decisions worth noting: searching a
@@ -572,6 +573,8 @@ while True: os.fork()"`, "DANGER-125"},
 // credential file is what the rules look for. ssh -i ~/.ssh/key uses a key,
 // it does not read it out, and stays clean too.
 var routineCommands = []string{
+	"cat ~/.ssh/id_ed25519.pub",
+	"ssh-keygen -t ed25519 -C me@x.example -f ~/.ssh/id_ed25519_github -N '' && cat ~/.ssh/id_ed25519_github.pub",
 	"rm -rf ./build node_modules",
 	"rm backup.sh",
 	"ls -la /var/backups/",
