@@ -31,6 +31,8 @@ var wrappers = map[string]wrapper{
 	"watch":   {value: "nq", longValue: set("interval", "equexit")},
 	// ssh HOST CMD... runs CMD through the remote user's shell.
 	"ssh": {value: "BbcDEeFIiJLlmOopQRSWw"},
+	// ansible HOSTS -m shell -a CMD runs CMD on every host of the pattern.
+	"ansible": {},
 }
 
 func set(names ...string) map[string]bool {

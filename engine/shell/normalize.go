@@ -13,8 +13,8 @@ const (
 
 // Normalize returns canonical forms of a shell command line, one string per pipeline,
 // plus the pipelines of every nested command string it can see (sh -c '...', bash -c, eval,
-// $(...), backticks, powershell -Command/-c, cmd /c, xargs ... sh -c, watch, and the
-// command ssh HOST runs).
+// $(...), backticks, powershell -Command/-c, cmd /c, xargs ... sh -c, watch, the
+// command ssh HOST runs, and the -a command of an ansible ad-hoc run).
 //
 // The line is read as POSIX shell; when it looks like PowerShell or cmd it is
 // read in that dialect as well. The result has no duplicates and is never nil
@@ -377,6 +377,25 @@ func (n *normalizer) unwrap(words []string, depth int, m mode, later *[]string) 
 		if len(rest) > 1 && depth < maxDepth {
 			_, all := n.source(strings.Join(rest[1:], " "), depth+1, modePosix)
 			*later = append(*later, all...)
+		}
+		return nil, "", false
+	case "ansible":
+		// ansible HOSTS -m shell -a CMD: the module's arguments (-a,
+		// --args), which the shell, command and raw modules run, are
+		// normalised as a command string; options and the host pattern
+		// come in any order. "ansible ..." itself stays the command.
+		for k, a := range args {
+			var cmd string
+			switch {
+			case (a == "-a" || a == "--args") && k+1 < len(args):
+				cmd = args[k+1]
+			case strings.HasPrefix(a, "--args="):
+				cmd = a[len("--args="):]
+			}
+			if cmd != "" && depth < maxDepth {
+				_, all := n.source(cmd, depth+1, modePosix)
+				*later = append(*later, all...)
+			}
 		}
 		return nil, "", false
 	case "sudo", "doas":

@@ -138,6 +138,10 @@ func TestNormalizeExact(t *testing.T) {
 		{"ssh -p 22 -i ~/.ssh/k ops@prod-3 'sudo systemctl stop auditd && rm -rf /var/log/audit'",
 			[]string{"ssh -i ~/.ssh/k -p 22 ops@prod-3 sudo systemctl stop auditd && rm -rf /var/log/audit", "systemctl stop auditd", "sudo systemctl stop auditd", "rm -f -r /var/log/audit"}},
 		{"ssh web01", []string{"ssh web01"}},
+		// ansible's ad-hoc -a command runs on every host of the pattern
+		{`ansible -i inv/build.ini build_fleet -b -m shell -a "systemctl stop x-edr; rm -rf /var/log/audit"`,
+			[]string{"ansible -a -b -i -m inv/build.ini build_fleet shell systemctl stop x-edr; rm -rf /var/log/audit", "systemctl stop x-edr", "rm -f -r /var/log/audit"}},
+		{"ansible all -m ping", []string{"ansible -m all ping"}},
 	}
 	for _, tc := range tests {
 		if got := Normalize(tc.in); !slices.Equal(got, tc.want) {

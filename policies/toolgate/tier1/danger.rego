@@ -37,7 +37,28 @@ import rego.v1
 # or a question may quote a command: a person decides, at most.
 reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s", [m.message, m.where]), "where": m.where, "decision": danger_outcome(m)} if {
 	some m in facts.danger_hits
+	not named_destination(m)
 }
+
+# An upload or a copy to a place the person named is what the person asked
+# for: a hit of a rule in config.named_destination_rules (files uploaded to
+# cloud storage, copied to a remote host) is dropped when every bucket and
+# host its argument sends to is written in the trusted text ("sync ./public
+# to the docs-site-prod bucket"). A place only the agent's reading gave, or
+# none named at all, still asks a person.
+named_destination(m) if {
+	m.code in config.named_destination_rules
+	text := object.get(input, split(m.where, "."), "")
+	dests := [lower(concat("", array.slice(d, 1, 3))) | some d in regex.find_all_string_submatch_n(destination_pattern, text, 16)]
+	count(dests) > 0
+	every d in dests {
+		some t in facts.texts.trusted
+		contains(lower(t), d)
+	}
+}
+
+# A bucket (s3://, gs://, az://...), or the host of a user@host: copy target.
+destination_pattern := `(?i)\b(?:s3|s3a|gs|az|abfss?|wasbs?|r2|oss)://([a-z0-9][a-z0-9._-]{2,62})|[\w.-]+@([a-z0-9][a-z0-9.-]{2,253}):`
 
 danger_outcome(m) := "pending" if {
 	category == "agent"
