@@ -49,6 +49,7 @@ reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s",
 named_destination(m) if {
 	m.code in config.named_destination_rules
 	text := object.get(input, split(m.where, "."), "")
+	is_string(text)
 	dests := [lower(concat("", array.slice(d, 1, 3))) | some d in regex.find_all_string_submatch_n(destination_pattern, text, 16)]
 	count(dests) > 0
 	every d in dests {
