@@ -301,7 +301,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 				add(removedScope, a.where, words)
 			}
 		}
-		if changesState && (strings.HasPrefix(a.text, "https://") || strings.HasPrefix(a.text, "http://")) {
+		if changesState && hasScheme(a.text) {
 			add("http_write", a.where, a.text)
 		}
 		if writesCommands && isWritten {
@@ -702,4 +702,20 @@ func removedWords(old, new string) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// hasScheme reports whether s starts as a URL does: a scheme, then "://"
+// (https://, and mcp://github/... as MCP bridges write their tools' URLs).
+func hasScheme(s string) bool {
+	i := strings.Index(s, "://")
+	if i < 1 || i > 16 {
+		return false
+	}
+	for k := 0; k < i; k++ {
+		c := s[k] | 0x20
+		if !('a' <= c && c <= 'z') && !(k > 0 && ('0' <= s[k] && s[k] <= '9' || s[k] == '+' || s[k] == '.' || s[k] == '-')) {
+			return false
+		}
+	}
+	return true
 }

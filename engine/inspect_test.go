@@ -391,6 +391,28 @@ func TestRemovedWords(t *testing.T) {
 	}
 }
 
+func TestHasScheme(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{"https://api.example/v1", true},
+		{"mcp://github/repos/o/r/hooks", true},
+		{"git+ssh://host/repo", true},
+		{"HTTP://X", true},
+		{"://x", false},
+		{"/v1/items://x", false},
+		{"1http://x", false},
+		{"a b://x", false},
+		{"averyveryverylongscheme://x", false},
+		{"no scheme at all", false},
+	} {
+		if got := hasScheme(tc.s); got != tc.want {
+			t.Errorf("hasScheme(%q) = %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}
+
 // TestInspectRemoved: what an edit takes away, and an outbound call read
 // whole, are read by the rules that target "removed" and "message", and by
 // no other.
