@@ -126,7 +126,29 @@ custom_patterns := [p |
 # What the untrusted text decodes to counts as untrusted text too (an IBAN
 # "base64-encoded to stop scrapers"): facts.texts.decoded, empty when no
 # encoded content is in view.
-provenance := toolgate.provenance(facts.control_arguments, facts.texts.trusted, array.concat(facts.texts.untrusted, facts.texts.decoded))
+#
+# A branch an agent pushes or opens a pull request from is its own work,
+# named in what it read (git status, a ticket, a CI log) all day: a value of
+# an argument named for a branch (branch, target_branch, ref, head, base)
+# counts only when one of its parts is a protected branch
+# (config.protected_branches: main, release, prod...), "release/prod" or
+# "HEAD:main". Where the push goes (the remote, a URL) is still checked.
+provenance := [o |
+	some o in toolgate.provenance(facts.control_arguments, facts.texts.trusted, array.concat(facts.texts.untrusted, facts.texts.decoded))
+	not unprotected_branch(o)
+]
+
+unprotected_branch(o) if {
+	o.kind == "value"
+	branch_argument(o.where)
+	every part in regex.split(`[/:]`, lower(o.value)) {
+		not part in config.protected_branches
+	}
+}
+
+branch_argument(where) if contains(regex.replace(where, `^.*\.`, ""), "branch")
+
+branch_argument(where) if regex.replace(where, `^.*\.`, "") in {"ref", "refspec", "head", "base"}
 
 # facts.injection_hits: injection language (patterns of class "injection")
 # in the untrusted blocks, or in what they decode to.
