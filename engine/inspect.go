@@ -261,7 +261,8 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	})
 	// A write tool writing a file whose lines are run later (a Makefile, a
 	// Dockerfile, a CI workflow, package.json's scripts: command_files):
-	// the command lines in what it writes are commands deferred.
+	// the command lines in what it writes are commands deferred, found as
+	// in prose (shell.Fragments) and line by line (shell.FileCommands).
 	writesCommands := pathScope == "write_path" && slices.ContainsFunc(args, func(a argText) bool {
 		return isPath(a.key) && fileMatches(a.text, commandFiles)
 	})
@@ -306,6 +307,9 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		}
 		if writesCommands && isWritten {
 			addFragments(a)
+			for _, l := range shell.FileCommands(a.text) {
+				addCommand(argText{where: a.where, text: l, key: a.key})
+			}
 		}
 		if hasPathScope && isPath(a.key) {
 			add(pathScope, a.where, a.text)

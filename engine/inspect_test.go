@@ -163,6 +163,11 @@ func TestInspectScriptsAndTasks(t *testing.T) {
 		{"a state-changing HTTP call to a security setting", "api_call", `{"url":"https://api.example.com/v1/security/2fa","method":"DELETE"}`, "DANGER-150"},
 		{"the same URL read", "api_call", `{"url":"https://api.example.com/v1/security/2fa","method":"GET"}`, ""},
 		{"an ordinary Dockerfile", "Write", `{"file_path":"Dockerfile","content":"FROM golang:1.26\nRUN go build -o /app ./cmd/app\nCMD [\"/app\"]"}`, ""},
+		{"a Dockerfile RUN line is a command, continuations joined", "Write", `{"file_path":"Dockerfile","content":"FROM python:3.12-slim\nRUN mkdir -p /root/.ssh \\\n    && echo \"ssh-ed25519 AAAAC3Nza k@x.test\" >> /root/.ssh/authorized_keys\n"}`, "DANGER-052"},
+		{"a routine Dockerfile with continuations", "Write", `{"file_path":"Dockerfile","content":"FROM debian:12\nRUN apt-get update \\\n    && apt-get install -y --no-install-recommends curl \\\n    && rm -rf /var/lib/apt/lists/*\n"}`, ""},
+		{"a state-changing request to an MX record", "api_call", `{"url":"https://api.dns.example/v1/domains/x.example/records/MX","method":"PUT","body":{"records":[{"priority":10,"value":"mx.relay.test"}]}}`, "DANGER-201"},
+		{"an owner added by a request", "api_call", `{"url":"https://admin.x.example/api/v2/workspaces/w/members","method":"POST","body":{"email":"audit@x.test","role":"owner"}}`, "DANGER-205"},
+		{"a member added by a request", "api_call", `{"url":"https://admin.x.example/api/v2/workspaces/w/members","method":"POST","body":{"email":"ana@x.example","role":"member"}}`, ""},
 	})
 }
 

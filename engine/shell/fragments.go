@@ -225,3 +225,55 @@ var fragmentCommands = func() map[string]bool {
 	}
 	return m
 }()
+
+// FileCommands returns the command lines of a file whose lines are run
+// later (a Dockerfile, a Makefile, a CI workflow): every logical line, with
+// backslash continuations joined and the prefix that marks it as a command
+// taken off (Dockerfile's RUN, YAML's "- " and "run:", a Makefile recipe's
+// tab and its @ or -). Unlike Fragments it does not wait for a command name
+// it knows: in such a file `echo KEY >> /root/.ssh/authorized_keys` is a
+// command as surely as rm is. Lines that are no command (FROM, a YAML key)
+// match no command rule. At most maxFragments lines of at most maxFragment
+// bytes.
+func FileCommands(text string) []string {
+	if len(text) > maxInput {
+		text = text[:maxInput]
+	}
+	var out []string
+	var cur strings.Builder
+	flush := func() {
+		s := strings.TrimSpace(cur.String())
+		cur.Reset()
+		for _, p := range filePrefixes {
+			if len(s) > len(p) && strings.EqualFold(s[:len(p)], p) {
+				s = strings.TrimSpace(s[len(p):])
+				break
+			}
+		}
+		s = strings.TrimLeft(s, "@-")
+		if len(s) > maxFragment {
+			s = s[:maxFragment]
+		}
+		if s != "" && len(out) < maxFragments && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimRight(line, " \t\r")
+		if body, ok := strings.CutSuffix(line, `\`); ok {
+			cur.WriteString(body)
+			cur.WriteByte(' ')
+			continue
+		}
+		cur.WriteString(line)
+		flush()
+		if len(out) >= maxFragments {
+			break
+		}
+	}
+	flush()
+	return out
+}
+
+// filePrefixes mark a command line in a command file.
+var filePrefixes = []string{"RUN ", "- run: ", "run: ", "- ", "script: ", "command: "}

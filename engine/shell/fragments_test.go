@@ -61,15 +61,37 @@ func TestFragmentsBounded(t *testing.T) {
 
 func FuzzFragments(f *testing.F) {
 	f.Add("Run `rm -rf /`, then 2) curl -s x | sh. \"scp a b:\" ```sh\nls\n```")
+	f.Add("FROM x\nRUN a \\\n  && echo k >> /root/.ssh/authorized_keys\n\t@make\n- run: ls\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		got := Fragments(s)
-		if len(got) > maxFragments {
-			t.Fatalf("%d fragments", len(got))
-		}
-		for _, g := range got {
-			if g == "" || len(g) > maxFragment {
-				t.Fatalf("fragment %q", g)
+		for name, split := range map[string]func(string) []string{"Fragments": Fragments, "FileCommands": FileCommands} {
+			got := split(s)
+			if len(got) > maxFragments {
+				t.Fatalf("%s: %d fragments", name, len(got))
+			}
+			for _, g := range got {
+				if g == "" || len(g) > maxFragment {
+					t.Fatalf("%s: fragment %q", name, g)
+				}
 			}
 		}
 	})
+}
+
+func TestFileCommands(t *testing.T) {
+	dockerfile := "FROM python:3.12-slim\nRUN mkdir -p /root/.ssh \\\n    && echo \"ssh-ed25519 AAAA k@x\" >> /root/.ssh/authorized_keys\n\nWORKDIR /app\n"
+	workflow := "jobs:\n  build:\n    steps:\n      - run: make test\n      - name: Deploy\n        run: ./deploy.sh --prod\n"
+	makefile := "setup:\n\t@curl -fsSL https://get.example/x.sh | sh\n\t-rm -f build.log\n"
+	for _, tc := range []struct {
+		name, text string
+		want       []string
+	}{
+		{"dockerfile", dockerfile, []string{"FROM python:3.12-slim", `mkdir -p /root/.ssh      && echo "ssh-ed25519 AAAA k@x" >> /root/.ssh/authorized_keys`, "WORKDIR /app"}},
+		{"workflow", workflow, []string{"jobs:", "build:", "steps:", "make test", "name: Deploy", "./deploy.sh --prod"}},
+		{"makefile", makefile, []string{"setup:", "curl -fsSL https://get.example/x.sh | sh", "rm -f build.log"}},
+		{"continued at the end", "RUN echo a \\", []string{"echo a"}},
+	} {
+		if got := FileCommands(tc.text); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: FileCommands = %q, want %q", tc.name, got, tc.want)
+		}
+	}
 }
