@@ -306,8 +306,14 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 			add("http_write", a.where, a.text)
 		}
 		if writesCommands && isWritten {
-			addFragments(a)
+			// The lines the prose reading found too are matched once.
+			lines := shell.Fragments(a.text)
 			for _, l := range shell.FileCommands(a.text) {
+				if !slices.Contains(lines, l) {
+					lines = append(lines, l)
+				}
+			}
+			for _, l := range lines {
 				addCommand(argText{where: a.where, text: l, key: a.key})
 			}
 		}

@@ -22,15 +22,7 @@ func Fragments(text string) []string {
 		text = text[:maxInput]
 	}
 	var out []string
-	add := func(s string) {
-		s = strings.TrimSpace(s)
-		if len(s) > maxFragment {
-			s = s[:maxFragment]
-		}
-		if s != "" && len(out) < maxFragments && !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
+	add := func(s string) { out = appendFragment(out, s) }
 	// Code spans, fenced blocks first.
 	rest := text
 	for len(out) < maxFragments {
@@ -250,13 +242,7 @@ func FileCommands(text string) []string {
 				break
 			}
 		}
-		s = strings.TrimLeft(s, "@-")
-		if len(s) > maxFragment {
-			s = s[:maxFragment]
-		}
-		if s != "" && len(out) < maxFragments && !slices.Contains(out, s) {
-			out = append(out, s)
-		}
+		out = appendFragment(out, strings.TrimLeft(s, "@-"))
 	}
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimRight(line, " \t\r")
@@ -272,6 +258,19 @@ func FileCommands(text string) []string {
 		}
 	}
 	flush()
+	return out
+}
+
+// appendFragment adds s, trimmed and cut to maxFragment bytes, to out
+// unless it is empty, already there or out is full (maxFragments).
+func appendFragment(out []string, s string) []string {
+	s = strings.TrimSpace(s)
+	if len(s) > maxFragment {
+		s = s[:maxFragment]
+	}
+	if s != "" && len(out) < maxFragments && !slices.Contains(out, s) {
+		out = append(out, s)
+	}
 	return out
 }
 

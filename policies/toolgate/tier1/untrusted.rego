@@ -146,9 +146,9 @@ unprotected_branch(o) if {
 	}
 }
 
-branch_argument(where) if contains(regex.replace(where, `^.*\.`, ""), "branch")
-
-branch_argument(where) if regex.replace(where, `^.*\.`, "") in {"ref", "refspec", "head", "base"}
+# The argument's own name (the last part of where) holds "branch", or is
+# ref, refspec, head or base.
+branch_argument(where) if regex.match(`(?:^|\.)(?:[^.]*branch[^.]*|ref|refspec|head|base)$`, where)
 
 # facts.injection_hits: injection language (patterns of class "injection")
 # in the untrusted blocks, or in what they decode to.
