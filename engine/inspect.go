@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -56,7 +58,9 @@ import (
 //	"control_arguments"  the argument texts that are not payload (isPayload)
 //	"spoofed_arguments"  zero-width or bidi characters and mixed-script
 //	                     homoglyph words in the control arguments
-//	                     (scan.Disguised), computed for every call
+//	                     (scan.Disguised), computed for every call; in what
+//	                     a write tool writes, bidi overrides or isolates, and
+//	                     homoglyph words inside an address (inAddress)
 //	"danger_hits"        danger matches over the danger texts: every string argument of a
 //	                     command category, written and canonical (scope "command");
 //	                     path arguments in their category's path scope, and also as
@@ -377,16 +381,20 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	for _, f := range scan.Disguised(control) {
 		spoofed = append(spoofed, findingTerm(f, "arguments"))
 	}
-	// Code written with bidi overrides or isolates in it reads otherwise
-	// than it runs (Trojan Source): what a write tool writes counts too,
-	// for those characters alone (a right-to-left mark in prose does not).
+	// What a write tool writes counts too, for two disguises alone: code
+	// with bidi overrides or isolates in it reads otherwise than it runs
+	// (Trojan Source; a right-to-left mark in prose does not count), and an
+	// e-mail address, URL or domain with look-alike letters in it
+	// (payouts@sunrеisen-partner.de, a Cyrillic е, in a payout config)
+	// sends whatever uses it elsewhere (a mixed-script word in prose does
+	// not count).
 	if pathScope == "write_path" {
 		for _, a := range args {
-			if !written(a) || !strings.ContainsAny(a.text, bidiOverrides) {
+			if !written(a) || isASCII(a.text) {
 				continue
 			}
 			for _, f := range scan.Disguised([]scan.Text{{Where: a.where, Text: a.text}}) {
-				if f.Code == "ENCODED-008" {
+				if f.Code == "ENCODED-008" && strings.ContainsAny(a.text, bidiOverrides) || f.Code == "ENCODED-009" && inAddress(a.text, f.Offset) {
 					spoofed = append(spoofed, findingTerm(f, "arguments"))
 				}
 			}
@@ -724,6 +732,36 @@ func hasScheme(s string) bool {
 	for k := 0; k < i; k++ {
 		c := s[k] | 0x20
 		if !('a' <= c && c <= 'z') && !(k > 0 && ('0' <= s[k] && s[k] <= '9' || s[k] == '+' || s[k] == '.' || s[k] == '-')) {
+			return false
+		}
+	}
+	return true
+}
+
+// inAddress reports whether the word at offset i of s is part of an e-mail
+// address, a URL or a domain name: the run of characters around it up to
+// white space, quotes or brackets holds an "@" or "://", or is a dotted
+// name.
+func inAddress(s string, i int) bool {
+	isEdge := func(r rune) bool {
+		return unicode.IsSpace(r) || strings.ContainsRune("\"'`<>()[]{},;", r)
+	}
+	start := strings.LastIndexFunc(s[:i], isEdge) + 1
+	end := len(s)
+	if j := strings.IndexFunc(s[i:], isEdge); j >= 0 {
+		end = i + j
+	}
+	tok := strings.TrimRight(s[start:end], ".:")
+	if strings.Contains(tok, "@") || strings.Contains(tok, "://") {
+		return true
+	}
+	dot := strings.IndexByte(tok, '.')
+	return dot > 0 && dot < len(tok)-1
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
 			return false
 		}
 	}

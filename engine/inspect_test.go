@@ -222,6 +222,35 @@ func TestInspectTrojanSource(t *testing.T) {
 	}
 }
 
+// TestInspectWrittenLookalikeAddress: an e-mail address, URL or domain
+// with look-alike letters in what a write tool writes escalates
+// (ENCODED-009); a mixed-script word in prose does not.
+func TestInspectWrittenLookalikeAddress(t *testing.T) {
+	e, err := New(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		content string
+		want    bool
+	}{
+		{`paypal_email: \"payouts@sunr\u0435isen-partner.de\"`, true},    // Cyrillic е in the domain
+		{`webhook: https://hooks.p\u0430yments.example/in`, true},        // Cyrillic а in a URL
+		{`allowed_host: \u0430pi.example.com`, true},                     // a bare domain
+		{`note: the W\u0456ndows build is slow.`, false},                 // prose
+		{`title: \"\u041f\u0440\u0438\u0432\u0435\u0442 world\"`, false}, // two scripts, separate words
+		{`paypal_email: \"payouts@sunreisen-partner.de\"`, false},
+	} {
+		d, err := e.Evaluate(context.Background(), mustRequest(t, request("trusted", "Write", `{"file_path":"config/affiliates.yml","content":"`+tc.content+`"}`)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.HasCode("ENCODED-009"); got != tc.want {
+			t.Errorf("%q: ENCODED-009 %v, want %v (%v)", tc.content, got, tc.want, d.Codes())
+		}
+	}
+}
+
 // TestInspectDecodedForms: an argument is matched as it decodes too, so a
 // command, query or request that arrives encoded is the one it decodes to.
 func TestInspectDecodedForms(t *testing.T) {

@@ -38,6 +38,20 @@ import rego.v1
 reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s", [m.message, m.where]), "where": m.where, "decision": danger_outcome(m)} if {
 	some m in facts.danger_hits
 	not named_destination(m)
+	not header_credential_name(m)
+	not token_to_issuer(m)
+}
+
+# An HTTP call carries its own credentials in its headers: a header named
+# for a key (config.credential_headers: Authorization, api-key...) says how
+# the call authenticates, not what it sends. Credentials named in the
+# headers (DANGER-104: "api-key", "access token") do not count when the call
+# has such a header; a secret recognised by its format (DANGER-101) still
+# does, since a header can carry it anywhere.
+header_credential_name(m) if {
+	m.code == "DANGER-104"
+	startswith(m.where, "action.arguments.headers")
+	credential_http
 }
 
 # An upload or a copy to a place the person named is what the person asked
@@ -57,6 +71,29 @@ named_destination(m) if {
 		contains(lower(t), d)
 	}
 }
+
+# A token sent to the service that issued it is being used, not stolen: a
+# secret recognised by its format (DANGER-101) in the headers of a call to
+# its issuer's API (config.token_issuers: a "ghp_" token to github.com or
+# api.github.com, "xoxb-" to slack.com...) does not count. The same token in
+# a body, a URL or a message, or sent to any other host, still does.
+token_to_issuer(m) if {
+	m.code == "DANGER-101"
+	startswith(m.where, "action.arguments.headers")
+	host := url_host(input.action.arguments.url)
+	token := lower(m.excerpt)
+	some prefix, domains in config.token_issuers
+	contains(token, prefix)
+	some d in domains
+	host_within(host, d)
+}
+
+# url_host is the host of a URL, lowercased.
+url_host(url) := regex.find_all_string_submatch_n(`^[a-z][a-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#:]+)`, lower(url), 1)[0][1]
+
+host_within(host, domain) if host == domain
+
+host_within(host, domain) if endswith(host, concat("", [".", domain]))
 
 # A bucket (s3://, gs://, az://...), or the host of a user@host: copy target.
 destination_pattern := `(?i)\b(?:s3|s3a|gs|az|abfss?|wasbs?|r2|oss)://([a-z0-9][a-z0-9._-]{2,62})|[\w.-]+@([a-z0-9][a-z0-9.-]{2,253}):`

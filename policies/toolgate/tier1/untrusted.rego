@@ -133,9 +133,11 @@ custom_patterns := [p |
 # counts only when one of its parts is a protected branch
 # (config.protected_branches: main, release, prod...), "release/prod" or
 # "HEAD:main". Where the push goes (the remote, a URL) is still checked.
+# The database an argument names is no provenance either (database_name).
 provenance := [o |
 	some o in toolgate.provenance(facts.control_arguments, facts.texts.trusted, array.concat(facts.texts.untrusted, facts.texts.decoded))
 	not unprotected_branch(o)
+	not database_name(o)
 ]
 
 unprotected_branch(o) if {
@@ -144,6 +146,14 @@ unprotected_branch(o) if {
 	every part in regex.split(`[/:]`, lower(o.value)) {
 		not part in config.protected_branches
 	}
+}
+
+# A database or schema an argument names (database, db, dbname, schema) is
+# where the agent works, named in the logs, schema listings and dashboards
+# it reads all day; what a query does there is for the query's own rules.
+database_name(o) if {
+	o.kind == "value"
+	regex.match(`(?:^|\.)(?:database|database_name|db|db_name|dbname|schema)$`, o.where)
 }
 
 # The argument's own name (the last part of where) holds "branch", or is
