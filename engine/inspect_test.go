@@ -520,3 +520,32 @@ func TestInspectTagCharacters(t *testing.T) {
 		})
 	}
 }
+
+// FuzzInAddress: inAddress takes any offset of any text without panicking.
+func FuzzInAddress(f *testing.F) {
+	for _, s := range []string{"payouts@sunrеisen-partner.de", "see https://pаy.example/x", "prose wоrd.", "", "@", "a.b"} {
+		f.Add(s, uint(0))
+		f.Add(s, uint(len(s)/2))
+	}
+	f.Fuzz(func(t *testing.T, s string, at uint) {
+		inAddress(s, int(at%uint(len(s)+1)))
+	})
+}
+
+func TestInAddress(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		word string
+		want bool
+	}{
+		{`email: "payouts@sunrеisen-partner.de"`, "sunrеisen", true},
+		{"hook https://pаy.example/in ok", "pаy", true},
+		{"host: аpi.example.com", "аpi", true},
+		{"the Wіndows build.", "Wіndows", false},
+		{"(Wіndows)", "Wіndows", false},
+	} {
+		if got := inAddress(tc.s, strings.Index(tc.s, tc.word)); got != tc.want {
+			t.Errorf("inAddress(%q at %q) = %v, want %v", tc.s, tc.word, got, tc.want)
+		}
+	}
+}
