@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -390,7 +389,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	// not count).
 	if pathScope == "write_path" {
 		for _, a := range args {
-			if !written(a) || isASCII(a.text) {
+			if !written(a) { // scan.Disguised skips ASCII text at once
 				continue
 			}
 			for _, f := range scan.Disguised([]scan.Text{{Where: a.where, Text: a.text}}) {
@@ -757,13 +756,4 @@ func inAddress(s string, i int) bool {
 	}
 	dot := strings.IndexByte(tok, '.')
 	return dot > 0 && dot < len(tok)-1
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
 }
