@@ -26,6 +26,7 @@ var (
 	accountRE = regexp.MustCompile(`\b(?:0x)?[A-Za-z0-9]{8,64}\b`)
 	phoneRE   = regexp.MustCompile(`(?:\+|\b)[0-9][0-9 ().-]{6,18}[0-9]\b`)
 	pathRE    = regexp.MustCompile(`(?:~|\.{1,2})?/[A-Za-z0-9._~-]+(?:/[A-Za-z0-9._~-]+)*/?|\b[A-Za-z0-9._-]+/[A-Za-z0-9._/-]*\.[A-Za-z0-9]{1,6}\b`)
+	ipv4RE    = regexp.MustCompile(`^[0-9]{1,3}(?:\.[0-9]{1,3}){3}$`)
 	dateRE    = regexp.MustCompile(`^[0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2}|^[0-9]{1,2}[-/.][0-9]{1,2}[-/.][0-9]{2,4}`)
 )
 
@@ -908,13 +909,19 @@ func (x *extraction) others(a Text) {
 		if ibanRE.MatchString(v) {
 			continue // already an IBAN
 		}
-		x.add(loc[0], "account", v, v, false)
+		// An account or mobile-money number of digits alone is written
+		// grouped as often as not ("0712 345 678", "1234 5678 90"): it is
+		// compared compacted, like an IBAN.
+		x.add(loc[0], "account", v, v, countDigits(v) == len(v))
 	}
 	for _, loc := range findAll(phoneRE, s, 8, hasRun(s, 8, isPhoneByte)) {
 		v := strings.TrimSpace(s[loc[0]:loc[1]])
 		c := compactText(v)
 		if x.inside(loc) || countDigits(c) < 8 || dateRE.MatchString(v) || !strings.ContainsAny(v, " ()-.+") {
 			continue // plain digit runs are accounts, not phones
+		}
+		if ipv4RE.MatchString(v) {
+			continue // an IP address (192.168.8.1) is no phone number
 		}
 		if end := loc[1]; end+1 < len(s) && s[end] == '/' && isDigitByte(s[end+1]) {
 			continue // the head of a longer number (a CNPJ: 27.418.905/0001-62)

@@ -54,23 +54,34 @@ header_credential_name(m) if {
 	credential_http
 }
 
-# An upload or a copy to a place the person named is what the person asked
-# for: a hit of a rule in config.named_destination_rules (files uploaded to
-# cloud storage, copied to a remote host) is dropped when every bucket and
-# host its argument sends to is written in the trusted text ("sync ./public
-# to the docs-site-prod bucket"). A place only the agent's reading gave, or
-# none named at all, still asks a person.
+# An upload, a copy or a forward to a place the person named is what the
+# person asked for: a hit of a rule in config.named_destination_rules (files
+# uploaded to cloud storage, copied to a remote host, mail forwarded by a
+# rule) is dropped when every bucket, host and address its argument sends to
+# is written in the trusted text ("sync ./public to the docs-site-prod
+# bucket", "forward anything from the school to sam@..."). A place only the
+# agent's reading gave, or none named at all, still asks a person, and so
+# does a mail rule that also hides what it forwards (deletes it, moves it
+# out of the inbox, marks it read): the shape of a mailbox taken over. An
+# object argument (a request body) is read as JSON.
 named_destination(m) if {
 	m.code in config.named_destination_rules
-	text := object.get(input, split(m.where, "."), "")
-	is_string(text)
-	dests := [lower(concat("", array.slice(d, 1, 3))) | some d in regex.find_all_string_submatch_n(destination_pattern, text, 16)]
+	value := object.get(input, split(m.where, "."), null)
+	text := argument_text(value)
+	not regex.match(hidden_mail_pattern, text)
+	dests := [lower(concat("", array.slice(d, 1, 4))) | some d in regex.find_all_string_submatch_n(destination_pattern, text, 16)]
 	count(dests) > 0
 	every d in dests {
 		some t in facts.texts.trusted
 		contains(lower(t), d)
 	}
 }
+
+argument_text(v) := v if is_string(v)
+
+hidden_mail_pattern := `(?i)-deletemessage\s+(?:\$?true|1)\b|-(?:markasread|softdeletemessage)\s+(?:\$?true|1)\b|-movetofolder\s+['"]?(?:deleted|rss|archive|conversation history|junk)|"(?:delete|permanentdelete|markasread)"\s*:\s*true|"movetofolder"\s*:\s*"(?:deleteditems|junkemail|archive|rss)|"removelabelids"\s*:\s*\[[^\]]*"(?:inbox|unread)"|"addlabelids"\s*:\s*\[[^\]]*"(?:trash|spam)"`
+
+argument_text(v) := json.marshal(v) if is_object(v)
 
 # A token sent to the service that issued it is being used, not stolen: a
 # secret recognised by its format (DANGER-101) in the headers of a call to
@@ -95,8 +106,10 @@ host_within(host, domain) if host == domain
 
 host_within(host, domain) if endswith(host, concat("", [".", domain]))
 
-# A bucket (s3://, gs://, az://...), or the host of a user@host: copy target.
-destination_pattern := `(?i)\b(?:s3|s3a|gs|az|abfss?|wasbs?|r2|oss)://([a-z0-9][a-z0-9._-]{2,62})|[\w.-]+@([a-z0-9][a-z0-9.-]{2,253}):`
+# A bucket (s3://, gs://, az://...), the host of a user@host: copy target,
+# or the address a mail rule forwards to (a forward, forwardTo or redirectTo
+# field; PowerShell's -ForwardTo, -RedirectTo, -ForwardingSmtpAddress).
+destination_pattern := `(?i)\b(?:s3|s3a|gs|az|abfss?|wasbs?|r2|oss)://([a-z0-9][a-z0-9._-]{2,62})|[\w.-]+@([a-z0-9][a-z0-9.-]{2,253}):|(?:"(?:forward|forwardto|forwardasattachmentto|redirectto)"\s*:\s*\[?\s*"|-(?:forwardto|forwardasattachmentto|redirectto|forwardingsmtpaddress)\s+['"]?(?:smtp:)?)([\w.+-]+@[\w.-]+\.[a-z]{2,})`
 
 danger_outcome(m) := "pending" if {
 	category == "agent"
