@@ -197,56 +197,35 @@ func checkDanger(t *testing.T, cases []dangerCase) {
 	}
 }
 
-// TestInspectTrojanSource: bidi overrides in what a write tool writes
-// escalate (ENCODED-008); a right-to-left mark in prose does not.
-func TestInspectTrojanSource(t *testing.T) {
+// TestInspectWrittenDisguises: in what a write tool writes, bidi overrides
+// (Trojan Source, ENCODED-008) and look-alike letters inside an e-mail
+// address, URL or domain (ENCODED-009) escalate; a right-to-left mark or a
+// mixed-script word in prose does not.
+func TestInspectWrittenDisguises(t *testing.T) {
 	e, err := New(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		content string
-		want    bool
+		code, content string
+		want          bool
 	}{
-		{"if isAdmin { /*\u202e } \u2066if (isAdmin)\u2069 \u2066 begin admins only */ return true", true},
-		{"Shalom \u200fשלום\u200f and hello", false},
-		{"plain code: return user.admin", false},
+		{"ENCODED-008", "if isAdmin { /*\u202e } \u2066if (isAdmin)\u2069 \u2066 begin admins only */ return true", true},
+		{"ENCODED-008", "Shalom \u200fשלום\u200f and hello", false},
+		{"ENCODED-008", "plain code: return user.admin", false},
+		{"ENCODED-009", `paypal_email: \"payouts@sunr\u0435isen-partner.de\"`, true},    // Cyrillic е in the domain
+		{"ENCODED-009", `webhook: https://hooks.p\u0430yments.example/in`, true},        // Cyrillic а in a URL
+		{"ENCODED-009", `allowed_host: \u0430pi.example.com`, true},                     // a bare domain
+		{"ENCODED-009", `note: the W\u0456ndows build is slow.`, false},                 // prose
+		{"ENCODED-009", `title: \"\u041f\u0440\u0438\u0432\u0435\u0442 world\"`, false}, // two scripts, separate words
+		{"ENCODED-009", `paypal_email: \"payouts@sunreisen-partner.de\"`, false},
 	} {
-		d, err := e.Evaluate(context.Background(), mustRequest(t, request("trusted", "Write", `{"file_path":"src/auth.js","content":"`+tc.content+`"}`)), nil)
+		d, err := e.Evaluate(context.Background(), mustRequest(t, request("trusted", "Write", `{"file_path":"src/config.yml","content":"`+tc.content+`"}`)), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := d.HasCode("ENCODED-008"); got != tc.want {
-			t.Errorf("%q: ENCODED-008 %v, want %v (%v)", tc.content, got, tc.want, d.Codes())
-		}
-	}
-}
-
-// TestInspectWrittenLookalikeAddress: an e-mail address, URL or domain
-// with look-alike letters in what a write tool writes escalates
-// (ENCODED-009); a mixed-script word in prose does not.
-func TestInspectWrittenLookalikeAddress(t *testing.T) {
-	e, err := New(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		content string
-		want    bool
-	}{
-		{`paypal_email: \"payouts@sunr\u0435isen-partner.de\"`, true},    // Cyrillic е in the domain
-		{`webhook: https://hooks.p\u0430yments.example/in`, true},        // Cyrillic а in a URL
-		{`allowed_host: \u0430pi.example.com`, true},                     // a bare domain
-		{`note: the W\u0456ndows build is slow.`, false},                 // prose
-		{`title: \"\u041f\u0440\u0438\u0432\u0435\u0442 world\"`, false}, // two scripts, separate words
-		{`paypal_email: \"payouts@sunreisen-partner.de\"`, false},
-	} {
-		d, err := e.Evaluate(context.Background(), mustRequest(t, request("trusted", "Write", `{"file_path":"config/affiliates.yml","content":"`+tc.content+`"}`)), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := d.HasCode("ENCODED-009"); got != tc.want {
-			t.Errorf("%q: ENCODED-009 %v, want %v (%v)", tc.content, got, tc.want, d.Codes())
+		if got := d.HasCode(tc.code); got != tc.want {
+			t.Errorf("%q: %s %v, want %v (%v)", tc.content, tc.code, got, tc.want, d.Codes())
 		}
 	}
 }
