@@ -52,6 +52,9 @@ const (
 	requestScope = "request"
 	removedScope = "removed"
 	messageScope = "message"
+	// callScope holds the arguments no other scope reads; only the rules
+	// for any scope match it.
+	callScope = "call"
 )
 
 var namedOnly = map[string]bool{requestScope: true, removedScope: true, messageScope: true}

@@ -214,10 +214,12 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	// Danger texts, by scope, without duplicates.
 	danger := map[string][]scan.Text{}
 	seen := map[[3]string]bool{}
+	scoped := map[string]bool{} // the wheres some scope holds
 	add := func(scope, where, text string) {
 		k := [3]string{scope, where, text}
 		if !seen[k] {
 			seen[k] = true
+			scoped[where] = true
 			danger[scope] = append(danger[scope], scan.Text{Where: where, Text: text})
 		}
 	}
@@ -333,6 +335,14 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		if isQuery {
 			add("query", a.where, a.text)
 			addDecoded("query", a.where, a.text, false)
+		}
+		// An argument no scope above reads (a commit message, a pull
+		// request's title, a log line, a search query) is read by the
+		// rules for any scope, in scope "call": a note to the call's
+		// reviewer, a grant of the warehouse's top role, can be
+		// anywhere.
+		if !scoped[a.where] {
+			add(callScope, a.where, a.text)
 		}
 	}
 	// An outbound call's structured arguments are also matched whole, as
