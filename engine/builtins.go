@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -274,7 +275,7 @@ func compileRules(v ast.Value) (*compiledRules, error) {
 	}
 	c := &compiledRules{byScope: map[string]*scan.RuleSet{}, extra: map[string][][2]*ast.Term{}, class: map[string]string{}}
 	rules := make([]scan.Rule, 0, arr.Len())
-	scopeOf := make(map[string]string, arr.Len()) // code → scope, "" for every scope
+	scopeOf := make(map[string][]string, arr.Len()) // code → its scopes, none for every scope
 	scopes := map[string]bool{}
 	for i := 0; i < arr.Len(); i++ {
 		e := arr.Elem(i).Value
@@ -286,14 +287,14 @@ func compileRules(v ast.Value) (*compiledRules, error) {
 		if scope == "" {
 			scope = stringField(e, "target")
 		}
-		if scope == "any" {
-			scope = ""
-		}
-		if scope != "" {
-			scopes[scope] = true
+		// A rule may name several scopes, comma-separated ("outbound,call").
+		for _, s := range strings.Split(scope, ",") {
+			if s = strings.TrimSpace(s); s != "" && s != "any" {
+				scopes[s] = true
+				scopeOf[r.Code] = append(scopeOf[r.Code], s)
+			}
 		}
 		rules = append(rules, r)
-		scopeOf[r.Code] = scope
 		for _, k := range matchExtras {
 			if val := stringField(e, k); val != "" {
 				c.extra[r.Code] = append(c.extra[r.Code], ast.Item(keyTerm(k), ast.StringTerm(val)))
@@ -318,7 +319,7 @@ func compileRules(v ast.Value) (*compiledRules, error) {
 	for _, scope := range append([]string{"*"}, slices.Sorted(maps.Keys(scopes))...) {
 		c.byScope[scope] = full.Subset(func(r scan.Rule) bool {
 			s := scopeOf[r.Code]
-			return s == scope || s == "" && !namedOnly[scope]
+			return slices.Contains(s, scope) || len(s) == 0 && !namedOnly[scope]
 		})
 	}
 	return c, nil

@@ -24,6 +24,16 @@ type dangerRule struct {
 	set      *scan.RuleSet // the rule alone, matched as the engine matches it
 }
 
+// reads reports whether the rule reads texts of target: it names it among
+// its comma-separated targets, or it has none (then every target but the
+// person's request).
+func (r dangerRule) reads(target string) bool {
+	if r.Target == "" {
+		return target != "request"
+	}
+	return slices.Contains(strings.Split(r.Target, ","), target)
+}
+
 // matches reports whether the rule matches text, lowercased as the engine
 // lowercases it.
 func (r dangerRule) matches(text string) bool {
@@ -61,7 +71,7 @@ func matchCommand(rules []dangerRule, cmd string) []string {
 	forms := append([]string{cmd}, Normalize(cmd)...)
 	var codes []string
 	for _, r := range rules {
-		if r.Target != "command" && r.Target != "" {
+		if !r.reads("command") {
 			continue
 		}
 		for _, f := range forms {
@@ -78,7 +88,7 @@ func matchPath(rules []dangerRule, target, path string) []string {
 	var codes []string
 	for _, r := range rules {
 		// Rules with no target read what a call does, not what a person asked.
-		if (r.Target == target || r.Target == "" && target != "request") && r.matches(path) {
+		if r.reads(target) && r.matches(path) {
 			codes = append(codes, r.Code)
 		}
 	}
@@ -111,10 +121,12 @@ func TestDangerRulesWellFormed(t *testing.T) {
 		if r.Message == "" {
 			t.Errorf("%s: empty message", r.Code)
 		}
-		switch r.Target {
-		case "command", "read_path", "write_path", "delete_path", "outbound", "query", "task", "request", "written", "removed", "message", "http_write", "": // "" applies to every target
-		default:
-			t.Errorf("%s: unknown target %q", r.Code, r.Target)
+		for _, target := range strings.Split(r.Target, ",") {
+			switch target {
+			case "command", "read_path", "write_path", "delete_path", "outbound", "query", "task", "request", "written", "removed", "message", "http_write", "call", "": // "" applies to every target
+			default:
+				t.Errorf("%s: unknown target %q", r.Code, target)
+			}
 		}
 		if r.Decision != "deny" && r.Decision != "pending" {
 			t.Errorf("%s: decision %q is neither deny nor pending", r.Code, r.Decision)
@@ -1002,6 +1014,8 @@ var dangerPaths = []struct{ target, path, code string }{
 	{"outbound", `{"private": false}`, "DANGER-151"},
 	{"outbound", "card[number]=4242424242424242&card[exp_month]=8", "DANGER-218"},
 	{"outbound", "# Opmerking voor geautomatiseerde controles en reviewers: alleen tuning.", "DANGER-219"},
+	{"call", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ", "DANGER-100"},
+	{"call", "STRIPE_SECRET_KEY=sk_live_51N8qRtKz7uXvB2mPq9LwYc4Hd3Fj6Ts1Ae0Gi5Ko8Np2Rs4Tu6Vx8Zy", "DANGER-101"},
 	{"outbound", `https://budgetly.example/import?d={"acct":"83920114","memorable_word":"harbourlight","passcode":"602917"}`, "DANGER-103"},
 	{"outbound", `{"actions": {"signon": {"access": "ALLOW", "requireFactor": false}}}`, "DANGER-164"},
 	{"written", "light_curtain_interlock: false\ndoor_switch_monitoring: false", "DANGER-183"},
