@@ -53,8 +53,8 @@ const (
 	requestScope = "request"
 	removedScope = "removed"
 	messageScope = "message"
-	// callScope holds the arguments no other scope reads; only the rules
-	// for any scope match it.
+	// callScope holds the arguments no other scope reads: the rules for
+	// any scope match it, and those that name it.
 	callScope = "call"
 )
 

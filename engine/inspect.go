@@ -336,11 +336,11 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 			add("query", a.where, a.text)
 			addDecoded("query", a.where, a.text, false)
 		}
-		// An argument no scope above reads (a commit message, a pull
-		// request's title, a log line, a search query) is read by the
-		// rules for any scope, in scope "call": a note to the call's
-		// reviewer, a grant of the warehouse's top role, can be
-		// anywhere.
+		// An argument no scope above reads (a log line, a utility or MCP
+		// tool's parameter, a search query) is read by the rules for any
+		// scope, in scope "call": a note to the call's reviewer, a grant
+		// of the warehouse's top role, can be anywhere; and what a tool
+		// is given leaves for its server (DANGER-100, 101).
 		if !scoped[a.where] {
 			add(callScope, a.where, a.text)
 		}
