@@ -79,9 +79,12 @@ named_destination(m) if {
 
 argument_text(v) := v if is_string(v)
 
-hidden_mail_pattern := `(?i)-deletemessage\s+(?:\$?true|1)\b|-(?:markasread|softdeletemessage)\s+(?:\$?true|1)\b|-movetofolder\s+['"]?(?:deleted|rss|archive|conversation history|junk)|"(?:delete|permanentdelete|markasread)"\s*:\s*true|"movetofolder"\s*:\s*"(?:deleteditems|junkemail|archive|rss)|"removelabelids"\s*:\s*\[[^\]]*"(?:inbox|unread)"|"addlabelids"\s*:\s*\[[^\]]*"(?:trash|spam)"`
-
 argument_text(v) := json.marshal(v) if is_object(v)
+
+# A mail rule that deletes, moves away or marks read what it forwards
+# (PowerShell's -DeleteMessage, Graph's "delete" and "moveToFolder",
+# Gmail's removeLabelIds INBOX).
+hidden_mail_pattern := `(?i)-deletemessage\s+(?:\$?true|1)\b|-(?:markasread|softdeletemessage)\s+(?:\$?true|1)\b|-movetofolder\s+['"]?(?:deleted|rss|archive|conversation history|junk)|"(?:delete|permanentdelete|markasread)"\s*:\s*true|"movetofolder"\s*:\s*"(?:deleteditems|junkemail|archive|rss)|"removelabelids"\s*:\s*\[[^\]]*"(?:inbox|unread)"|"addlabelids"\s*:\s*\[[^\]]*"(?:trash|spam)"`
 
 # A token sent to the service that issued it is being used, not stolen: a
 # secret recognised by its format (DANGER-101) in the headers of a call to
