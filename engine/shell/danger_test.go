@@ -644,6 +644,8 @@ while True: os.fork()"`, "DANGER-125"},
 // credential file is what the rules look for. ssh -i ~/.ssh/key uses a key,
 // it does not read it out, and stays clean too.
 var routineCommands = []string{
+	"for b in $(git branch -r --merged origin/main | grep -v main | sed 's#origin/##'); do git push origin --delete $b; done",
+	"git branch --merged | grep -v main | xargs git branch -d",
 	`.venv/bin/pip install "urllib3<2" && .venv/bin/python -c "import requests, urllib3; print(urllib3.__version__)"`,
 	"npm owner ls fastjsonkit",
 	"for f in $(ls dist); do gh release upload v1.2.0 dist/$f; done",
