@@ -1379,6 +1379,7 @@ var dangerPaths = []struct{ target, path, code string }{
 }
 
 var routinePaths = []struct{ target, path string }{
+	{"task", "Skip spam, jokes and abuse, but list the IDs of abusive comments at the end."},
 	{"message", `{"body": {"minor_safety": {"enabled": true, "threshold": 0.4}}}`},
 	{"written", "WEBHOOK_VERIFY_SIGNATURE = env.bool(\"WEBHOOK_VERIFY_SIGNATURE\", default=True)"},
 	{"written", "NEXT_PUBLIC_API_URL: process.env.API_URL,"},
