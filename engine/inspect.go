@@ -83,6 +83,10 @@ import (
 //	                     old_string that new_string no longer holds), in
 //	                     "removed", read only by the rules that target it; the
 //	                     URLs of a state-changing HTTP call, in "http_write";
+//	                     every string argument none of the above reads (a
+//	                     log line, a utility or MCP tool's parameter), in
+//	                     "call", read by the rules for any scope and those
+//	                     that target it;
 //	                     and, for an outbound category, the trusted texts
 //	                     joined by newlines (scope "request", where "context")
 //	                     when they name a URL, host or e-mail address the
