@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -208,6 +211,18 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		if !isPayload(a, payloadKeys, controlParts) {
 			controlTerms = append(controlTerms, argTerms[i])
 			control = append(control, scan.Text{Where: a.where, Text: a.text})
+			continue
+		}
+		// A body sent as one string (form-encoded, or JSON text) has
+		// fields all the same: those that name a destination are control
+		// values, as in a structured body ("address=T9yD...&amount=4750").
+		if controlParts != nil {
+			for _, f := range bodyFields(a) {
+				if !isPayload(f, payloadKeys, controlParts) {
+					controlTerms = append(controlTerms, textTerm(f.where, f.text, "arguments"))
+					control = append(control, scan.Text{Where: f.where, Text: f.text})
+				}
+			}
 		}
 	}
 	untrustedTerms := make([]*ast.Term, len(untrusted))
@@ -558,6 +573,44 @@ func isPayload(a argText, payloadKeys, controlParts ast.Value) bool {
 		field = field[:i]
 	}
 	return !anyString(controlParts, func(p string) bool { return strings.Contains(field, p) })
+}
+
+// formBodyRE: a form-encoded body, two fields or more (coin=USDT&address=...).
+var formBodyRE = regexp.MustCompile(`^[\w.\[\]%-]+=[^&\s]*(?:&[\w.\[\]%-]+=[^&\s]*)+$`)
+
+// bodyFields are the fields of a body written as one string, form-encoded
+// or JSON, each with its path under a's (action.arguments.body.address);
+// none when a's text is neither.
+func bodyFields(a argText) []argText {
+	text := strings.TrimSpace(a.text)
+	var out []argText
+	switch {
+	case len(text) > 1 && (text[0] == '{' || text[0] == '['):
+		var v any
+		if json.Unmarshal([]byte(text), &v) != nil {
+			return nil
+		}
+		av, err := ast.InterfaceToValue(v)
+		if err != nil {
+			return nil
+		}
+		walkStrings(av, a.where, func(where, s string) {
+			if where != a.where {
+				out = append(out, argText{where, s, a.key})
+			}
+		})
+	case formBodyRE.MatchString(text):
+		q, err := url.ParseQuery(text)
+		if err != nil {
+			return nil
+		}
+		for _, k := range slices.Sorted(maps.Keys(q)) {
+			for _, v := range q[k] {
+				out = append(out, argText{a.where + "." + k, v, a.key})
+			}
+		}
+	}
+	return out
 }
 
 // verbSets are the prepared action_verbs and generic_verbs options, by

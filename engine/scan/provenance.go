@@ -27,7 +27,10 @@ var (
 	phoneRE   = regexp.MustCompile(`(?:\+|\b)[0-9][0-9 ().-]{6,18}[0-9]\b`)
 	pathRE    = regexp.MustCompile(`(?:~|\.{1,2})?/[A-Za-z0-9._~-]+(?:/[A-Za-z0-9._~-]+)*/?|\b[A-Za-z0-9._-]+/[A-Za-z0-9._/-]*\.[A-Za-z0-9]{1,6}\b`)
 	ipv4RE    = regexp.MustCompile(`^[0-9]{1,3}(?:\.[0-9]{1,3}){3}$`)
-	dateRE    = regexp.MustCompile(`^[0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2}|^[0-9]{1,2}[-/.][0-9]{1,2}[-/.][0-9]{2,4}`)
+	// stampRE: a compact date (YYYYMMDD), with a time or counter after it
+	// or not.
+	stampRE = regexp.MustCompile(`^(?:19|20)[0-9]{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])(?:[-_.T ]?[0-9]{2,6})?$`)
+	dateRE  = regexp.MustCompile(`^[0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2}|^[0-9]{1,2}[-/.][0-9]{1,2}[-/.][0-9]{2,4}`)
 )
 
 // commonTLDs are the top-level domains accepted for bare domains (URL hosts
@@ -899,14 +902,17 @@ func (x *extraction) others(a Text) {
 	}
 	for _, loc := range findAll(ibanRE, s, 8, hasIBANStart(s)) {
 		v := s[loc[0]:loc[1]]
+		if !ibanCountries[v[:2]] {
+			continue // a flight, booking or product code (CA0088124577)
+		}
 		x.add(loc[0], "iban", v, compactText(v), true)
 	}
 	for _, loc := range findAll(accountRE, s, 16, hasRun(s, 8, isAlnum)) {
 		v := s[loc[0]:loc[1]]
-		if x.inside(loc) || countDigits(v) < 5 || dateRE.MatchString(v) || hexDigest(v) {
+		if x.inside(loc) || countDigits(v) < 5 || dateRE.MatchString(v) || stampRE.MatchString(v) || hexDigest(v) {
 			continue
 		}
-		if ibanRE.MatchString(v) {
+		if ibanRE.MatchString(v) && ibanCountries[v[:2]] {
 			continue // already an IBAN
 		}
 		// An account or mobile-money number of digits alone is written
@@ -919,6 +925,9 @@ func (x *extraction) others(a Text) {
 		c := compactText(v)
 		if x.inside(loc) || countDigits(c) < 8 || dateRE.MatchString(v) || !strings.ContainsAny(v, " ()-.+") {
 			continue // plain digit runs are accounts, not phones
+		}
+		if stampRE.MatchString(v) {
+			continue // a date and time (20240613-0600), as snapshot and build names carry them
 		}
 		if ipv4RE.MatchString(v) {
 			continue // an IP address (192.168.8.1) is no phone number
@@ -1076,3 +1085,18 @@ func plainWords(s string) bool {
 	}
 	return len(strings.Fields(s)) <= 3
 }
+
+// ibanCountries are the countries whose accounts have IBANs (ISO 13616,
+// with the countries that use one only partly): two capitals and two
+// digits in front of any other code (a flight's CA0088124577, a
+// product's US12...) make no IBAN.
+var ibanCountries = func() map[string]bool {
+	m := map[string]bool{}
+	for _, c := range strings.Fields(`AD AE AL AT AZ BA BE BG BH BI BR BY CH CR CY CZ DE DJ DK DO EE EG ES FI FK FO FR GB GE GI
+		GL GR GT HR HU IE IL IQ IS IT JO KW KZ LB LC LI LT LU LV LY MC MD ME MK MN MR MT MU NI NL NO OM PK PL PS PT QA RO RS
+		RU SA SC SD SE SI SK SM SO ST SV TL TN TR UA VA VG XK YE DZ AO BJ BF CM CV CF CG CI GA GQ GW IR KM MA MG ML MZ NE SN
+		TD TG HN`) {
+		m[c] = true
+	}
+	return m
+}()
