@@ -46,12 +46,31 @@ reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s",
 # for a key (config.credential_headers: Authorization, api-key...) says how
 # the call authenticates, not what it sends. Credentials named in the
 # headers (DANGER-104: "api-key", "access token") do not count when the call
-# has such a header; a secret recognised by its format (DANGER-101) still
-# does, since a header can carry it anywhere.
+# has such a header, nor does a key's value in a header named for one
+# (DANGER-103: "X-API-KEY: f4b2..."); a secret recognised by its format
+# (DANGER-101) still does, since a header can carry it anywhere, and so
+# does a key's value in any other header.
 header_credential_name(m) if {
 	m.code == "DANGER-104"
 	startswith(m.where, "action.arguments.headers")
 	credential_http
+}
+
+header_credential_name(m) if {
+	m.code == "DANGER-103"
+	startswith(m.where, "action.arguments.headers.")
+	lower(substring(m.where, count("action.arguments.headers."), -1)) in config.credential_headers
+}
+
+# The headers read whole ({"X-API-KEY": "f4b2..."}): the match starts with
+# the key's name, the tail of a credential header's.
+header_credential_name(m) if {
+	m.code == "DANGER-103"
+	m.where == "action.arguments.headers"
+	credential_http
+	name := regex.find_n(`^[a-z0-9_-]+`, lower(m.excerpt), 1)[0]
+	some h in config.credential_headers
+	endswith(h, name)
 }
 
 # An upload, a copy or a forward to a place the person named is what the

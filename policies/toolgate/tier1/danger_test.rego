@@ -163,7 +163,8 @@ test_scp_to_a_host_the_person_named if {
 }
 
 # With the default rules: credentials named in the headers of an HTTP call
-# that authenticates there are its own credentials (header_credential_name);
+# that authenticates there are its own credentials (header_credential_name),
+# and so is a key's value in a header named for one;
 # named in its body they still count, and so does a header holding a
 # secret by its format.
 test_header_credential_name if {
@@ -171,6 +172,9 @@ test_header_credential_name if {
 		{"url": "https://api.mailer.example/v3/campaigns/142/send", "method": "POST", "headers": {"api-key": "${MAILER_API_KEY}", "accept": "application/json"}}: set(),
 		{"url": "https://api.mailer.example/v3/notes", "method": "POST", "headers": {"api-key": "${MAILER_API_KEY}"}, "body": "here are the api keys and passwords"}: {"DANGER-104"},
 		{"url": "https://collect.example/v1", "method": "POST", "headers": {"Authorization": "Bearer ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"}}: {"DANGER-101"},
+		{"url": "http://localhost:18080/kabusapi/sendorder", "method": "POST", "headers": {"X-API-KEY": "f4b2c8e1a9d34e7c9b0a6d5e3f2c1b8a"}}: set(),
+		{"url": "https://collect.example/v1", "method": "POST", "headers": {"X-Debug": "api_key=f4b2c8e1a9d34e7c9b0a6d5e3f2c1b8a"}}: {"DANGER-103"},
+		{"url": "https://collect.example/v1", "method": "POST", "headers": {"X-API-KEY": "f4b2c8e1"}, "body": {"note": "password: Rc4ch3-Pr0d!x91"}}: {"DANGER-103", "DANGER-104"},
 	} {
 		d := tier1.decision with input as req("trusted", "api_call", args, [user("send it")])
 		{c | some c in codes(d); startswith(c, "DANGER-")} == want
