@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"os"
@@ -78,13 +79,9 @@ are still decided, and the exit code is 2 if any line was invalid, else 0.`,
 			}
 			defer v.Close()
 			if f.jsonl {
-				// With state, a stream's requests are decided one at a time,
-				// in order, as the conversation controls assume.
-				workers := 1
-				if f.noState {
-					workers = 2 * runtime.GOMAXPROCS(0)
-				}
-				return evalStream(cmd.Context(), v, workers, in, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				// With state, the lines of one conversation are decided one
+				// at a time, in order, as the conversation controls assume.
+				return evalStream(cmd.Context(), v, 2*runtime.GOMAXPROCS(0), !f.noState, in, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			return evalOne(cmd.Context(), v, in, cmd.OutOrStdout(), cmd.ErrOrStderr(), f.explain)
 		},
@@ -180,29 +177,44 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-// evalStream decides a JSONL stream with a worker pool, writing answers in
-// input order.
-func evalStream(ctx context.Context, v *toolgate.Verifier, workers int, in io.Reader, stdout, stderr io.Writer) error {
+// evalStream decides a JSONL stream on a pool of workers, writing answers
+// in input order. byConversation gives each worker a queue of its own and
+// sends every line of a conversation to the same one: a conversation's
+// steps are decided one after the other, in order (step 2 sees step 1
+// committed), and different conversations side by side, as the server
+// decides concurrent requests. Otherwise the workers share one queue.
+func evalStream(ctx context.Context, v *toolgate.Verifier, workers int, byConversation bool, in io.Reader, stdout, stderr io.Writer) error {
 	type job struct {
 		line int
 		data []byte
 		out  chan answer
 	}
-	jobs := make(chan job, 4*workers)
+	queues := make([]chan job, 1)
+	if byConversation {
+		queues = make([]chan job, workers)
+	}
+	for i := range queues {
+		queues[i] = make(chan job, 4*workers/len(queues))
+	}
 	order := make(chan chan answer, 4*workers)
 	invalid := 0
 	errc := make(chan error, 1)
 
-	for range workers {
+	for i := range workers {
+		q := queues[i%len(queues)]
 		go func() {
-			for j := range jobs {
+			for j := range q {
 				j.out <- decideLine(ctx, v, j.line, j.data)
 			}
 		}()
 	}
 	go func() {
 		defer close(order)
-		defer close(jobs)
+		defer func() {
+			for _, q := range queues {
+				close(q)
+			}
+		}()
 		sc := bufio.NewScanner(in)
 		sc.Buffer(make([]byte, 64<<10), schema.MaxRequestBytes)
 		line := 0
@@ -214,7 +226,7 @@ func evalStream(ctx context.Context, v *toolgate.Verifier, workers int, in io.Re
 			}
 			j := job{line: line, data: append([]byte(nil), data...), out: make(chan answer, 1)}
 			order <- j.out
-			jobs <- j
+			queues[conversationSlot(data, len(queues))] <- j
 		}
 		if err := sc.Err(); err != nil {
 			errc <- fmt.Errorf("read line %d: %w", line+1, err)
@@ -242,6 +254,24 @@ func evalStream(ctx context.Context, v *toolgate.Verifier, workers int, in io.Re
 		return withCode(exitUsage, fmt.Errorf("%d invalid line(s)", invalid))
 	}
 	return nil
+}
+
+// conversationSlot is the queue, of n, for a line's conversation: the same
+// for every line of one conversation_id (FNV-1a of it); a line that is not
+// a request is decided anywhere, as the error it is.
+func conversationSlot(line []byte, n int) int {
+	if n == 1 {
+		return 0
+	}
+	var r struct {
+		Context struct {
+			ConversationID string `json:"conversation_id"`
+		} `json:"context"`
+	}
+	_ = json.Unmarshal(line, &r)
+	h := fnv.New32a()
+	h.Write([]byte(r.Context.ConversationID))
+	return int(h.Sum32() % uint32(n))
 }
 
 // answer is one line's output: the verdict, or the error object and the

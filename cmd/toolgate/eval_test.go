@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,6 +108,33 @@ func TestEvalJSONLOrderUnderConcurrency(t *testing.T) {
 		}
 		if !strings.Contains(l, want) {
 			t.Fatalf("line %d out of order: %s", i+1, l)
+		}
+	}
+}
+
+// With state, a stream decides each conversation's lines in order, while
+// conversations go side by side: the replay of every conversation's step 1
+// is denied (LOOP-002), right behind it in the stream, and the first is not.
+func TestEvalJSONLStateKeepsConversationOrder(t *testing.T) {
+	const convs = 40
+	var sb strings.Builder
+	for c := range convs {
+		for pass := range 2 { // the replay right behind the step: side by side, they would race
+			fmt.Fprintf(&sb, `{"agent":{"id":"a","trust_level":"trusted"},"action":{"type":"file_read","arguments":{"path":"a%d"}},"context":{"conversation_id":"conv-%d","step_number":1}}`+"\n", pass, c)
+		}
+	}
+	code, out, errs := runCLI(t, sb.String(), "eval", "--jsonl", "--db", filepath.Join(t.TempDir(), "state.db"))
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2*convs {
+		t.Fatalf("%d lines, want %d", len(lines), 2*convs)
+	}
+	for i, l := range lines {
+		replay := strings.Contains(l, `"LOOP-002"`)
+		if first := i%2 == 0; first == replay || !first && !strings.Contains(l, `"decision":"deny"`) {
+			t.Errorf("line %d (conversation %d, pass %d): %s", i+1, i/2, i%2+1, l)
 		}
 	}
 }
