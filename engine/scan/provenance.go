@@ -345,13 +345,18 @@ func ownerNamed(key string, view *inView) bool {
 		if len(w) >= 3 && namesWord(view.foldedTrusted(), w) {
 			return !namedElsewhere(w, domain, view)
 		}
+		// An initial and a surname run together (mwhitfield@, jsmith@):
+		// the surname, as "send the Whitfields their receipt" writes it.
+		if len(w) >= 6 && namesWord(view.foldedTrusted(), w[1:]) {
+			return !namedElsewhere(w, domain, view)
+		}
 	}
 	return false
 }
 
 // namesWord reports whether one of the texts (trusted, with accents
 // folded: "Benoît" names benoit) writes the lower-case word w as a name:
-// capitalised, as a whole word.
+// capitalised, as a whole word, or with an s after it, as a family is named.
 func namesWord(folded []string, w string) bool {
 	name := strings.ToUpper(w[:1]) + w[1:]
 	for _, t := range folded {
@@ -361,6 +366,9 @@ func namesWord(folded []string, w string) bool {
 				break
 			}
 			start, end := off+i, off+i+len(name)
+			if end < len(t) && t[end] == 's' { // a family: "the Whitfields"
+				end++
+			}
 			if (start == 0 || !isLetterByte(t[start-1])) && (end == len(t) || !isLetterByte(t[end])) {
 				return true
 			}
