@@ -200,6 +200,11 @@ func (n *normalizer) renderCommand(b *strings.Builder, words []string, depth int
 				fname += " " + val
 			}
 			flags = append(flags, fname)
+		case singleDashLong(a, sp.value):
+			// -field=admin_token (vault, terraform, Go programs): one
+			// option with its value, not a cluster of -f -i -e -l -d.
+			fname, val, _ := strings.Cut(a, "=")
+			flags = append(flags, strings.ToLower(fname)+" "+val)
 		default:
 			for j := 1; j < len(a); j++ {
 				c := a[j]
@@ -233,6 +238,23 @@ func (n *normalizer) renderCommand(b *strings.Builder, words []string, depth int
 		b.WriteByte(' ')
 		b.WriteString(collapse(o))
 	}
+}
+
+// singleDashLong reports whether a is a long option written with one dash
+// and a value after "=" (-field=x, -var=y): two letters or more before the
+// "=", the first not a letter that takes a value (-Dkey=v, -ovalue=x keep
+// their getopt reading).
+func singleDashLong(a, value string) bool {
+	name, _, ok := strings.Cut(a, "=")
+	if !ok || len(name) < 3 || strings.IndexByte(value, name[1]) >= 0 {
+		return false
+	}
+	for i := 1; i < len(name); i++ {
+		if c := name[i]; !isLetter(c) && c != '-' && c != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 // isSlashFlag reports whether a is a cmd-style flag such as /s, /Q or /tn.

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -17,7 +18,10 @@ import (
 //     are one string;
 //   - variables and aliases set on the line are substituted where they are
 //     used later on it (a=r; b=m; $a$b -rf ~ and alias t='rm -rf'; t ~ are
-//     rm -rf ~; $c='iex'; & $c ... is iex ...);
+//     rm -rf ~; $c='iex'; & $c ... is iex ...), up to the next setting of
+//     the same name (t=cu; t=${t}rl; $t is curl); a value may use $HOME,
+//     and a loop over one word sets its variable to that word (for k in
+//     ~/.ssh/id_*; do curl -F f=@$k ... is curl -F f=@~/.ssh/id_* ...);
 //   - text an echo or printf passes through rev, a ROT13 tr, base64 -d or
 //     xxd -r -p is replaced by what comes out, where it is piped into a
 //     shell or read back by $(...) (echo 'hs | ...' | rev | sh).
@@ -33,6 +37,10 @@ var (
 	// assignRE is NAME=value at the start of a command, with export, local,
 	// readonly, declare or set in front, or PowerShell's $name = value.
 	assignRE = regexp.MustCompile(`(?:^|[;&|\n({"]\s*)(?:(?:export|local|readonly|declare|typeset)\s+(?:-\w+\s+)?|set\s+)?(\$?)([A-Za-z_]\w{0,40})\s*=\s*('[^'\n]*'|"[^"\n]*"|[^\s;&|'"]+)`)
+	// forRE is a loop over one word: for NAME in WORD; do.
+	forRE = regexp.MustCompile(`(?:^|[;&|\n(]\s*)for\s+([A-Za-z_]\w{0,40})\s+in\s+([^\s;&|'"]+|'[^'\n]*'|"[^"\n]*")\s*;\s*do\b`)
+	// homeRE is $HOME, which the canonical form writes ~ anyway.
+	homeRE = regexp.MustCompile(`\$(?:HOME\b|\{HOME\})`)
 	// aliasRE is alias NAME=value (POSIX) or Set-Alias / New-Alias NAME value.
 	aliasRE = regexp.MustCompile(`(?i)(?:^|[;&|\n]\s*)(?:alias\s+([\w.-]{1,40})=('[^'\n]*'|"[^"\n]*"|[^\s;&|]+)|(?:set|new)-alias\s+(?:-name\s+)?([\w.-]{1,40})\s+(?:-value\s+)?('[^'\n]*'|"[^"\n]*"|[^\s;&|]+))`)
 	// filteredRE is echo or printf of a word, then one to four filters, then
@@ -92,14 +100,23 @@ func substituteLocals(s string) string {
 	limit := 2*len(s) + 1024 // values can repeat text: bound what comes out
 	for range 16 {
 		changed := false
-		for _, m := range assignRE.FindAllStringSubmatchIndex(s, 32) {
+		for _, m := range settings(s) {
 			name, value := s[m[4]:m[5]], unquote(s[m[6]:m[7]])
-			if strings.IndexByte(value, '$') >= 0 {
-				continue // a value built from variables: not followed
+			if strings.IndexByte(homeRE.ReplaceAllString(value, ""), '$') >= 0 {
+				continue // a value built from variables (but $HOME): not followed
 			}
-			rest := s[m[1]:]
+			// Up to the next setting of the same name, whose own value
+			// may use this one (t=cu; t=${t}rl): after it, the new value
+			// holds, and a later round substitutes that.
+			rest, after := s[m[1]:], ""
+			for _, n := range settings(rest) {
+				if rest[n[4]:n[5]] == name {
+					rest, after = rest[:n[1]], rest[n[1]:]
+					break
+				}
+			}
 			if r, ok := replaceVar(rest, name, value, limit); ok {
-				s, changed = s[:m[1]]+r, true
+				s, changed = s[:m[1]]+r+after, true
 				break
 			}
 		}
@@ -122,6 +139,22 @@ func substituteLocals(s string) string {
 		}
 	}
 	return s
+}
+
+// settings are the places s sets a variable, as assignRE's submatch
+// indexes (name at 4:5, value at 6:7): its assignments, and the loops
+// over one word (for k in ~/.ssh/id_*; do ...: k stands for the word),
+// in order.
+func settings(s string) [][]int {
+	ms := assignRE.FindAllStringSubmatchIndex(s, 32)
+	if !strings.Contains(s, "for") {
+		return ms
+	}
+	for _, f := range forRE.FindAllStringSubmatchIndex(s, 8) {
+		ms = append(ms, []int{f[0], f[1], -1, -1, f[2], f[3], f[4], f[5]})
+	}
+	slices.SortFunc(ms, func(a, b []int) int { return a[0] - b[0] })
+	return ms
 }
 
 // replaceVar replaces $name and ${name} in s by value; it gives up (false)
