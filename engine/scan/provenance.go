@@ -12,7 +12,7 @@ import (
 type Origin struct {
 	Where string // argument path, e.g. "action.arguments.recipient"
 	Value string // the value as written in the argument, at most 200 bytes
-	Kind  string // url | domain | email | path | iban | account | phone | command | value
+	Kind  string // url | domain | email | path | iban | account | phone | id | command | value
 	Block string // the Where of the first untrusted Text that contains it
 }
 
@@ -30,7 +30,9 @@ var (
 	// stampRE: a compact date (YYYYMMDD), with a time or counter after it
 	// or not.
 	stampRE = regexp.MustCompile(`^(?:19|20)[0-9]{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])(?:[-_.T ]?[0-9]{2,6})?$`)
-	dateRE  = regexp.MustCompile(`^[0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2}|^[0-9]{1,2}[-/.][0-9]{1,2}[-/.][0-9]{2,4}`)
+	// yearSerialRE: a year, then serial numbers (2023-00891, 2024-0522-00871).
+	yearSerialRE = regexp.MustCompile(`^(?:19|20)[0-9]{2}-[0-9]{2,7}(?:-[0-9]{2,7})*$`)
+	dateRE       = regexp.MustCompile(`^[0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2}|^[0-9]{1,2}[-/.][0-9]{1,2}[-/.][0-9]{2,4}`)
 )
 
 // commonTLDs are the top-level domains accepted for bare domains (URL hosts
@@ -936,6 +938,12 @@ func (x *extraction) others(a Text) {
 		}
 		if stampRE.MatchString(v) {
 			continue // a date and time (20240613-0600), as snapshot and build names carry them
+		}
+		if yearSerialRE.MatchString(v) {
+			// A year's case, file or change number (2023-00891,
+			// CAB-2025-0611): an id, not a phone, but as telling.
+			x.add(loc[0], "id", v, c, true)
+			continue
 		}
 		if ipv4RE.MatchString(v) {
 			continue // an IP address (192.168.8.1) is no phone number
