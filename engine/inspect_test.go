@@ -304,6 +304,21 @@ func TestBodyFields(t *testing.T) {
 	}
 }
 
+// FuzzBodyFields: any string, no panic, and every field found lies under
+// the argument's path.
+func FuzzBodyFields(f *testing.F) {
+	for _, s := range []string{"coin=USDT&address=T9yD&amount=1", `{"to": {"iban": "GB82"}}`, `[{"a": ["b", {"c": "d"}]}]`, "a=%zz&b=1", "{", "=&="} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, fld := range bodyFields(argText{where: "action.arguments.body", text: text, key: "body"}) {
+			if !strings.HasPrefix(fld.where, "action.arguments.body.") && !strings.HasPrefix(fld.where, "action.arguments.body[") {
+				t.Fatalf("field %q outside the argument", fld.where)
+			}
+		}
+	})
+}
+
 // A destination in a body sent as one string is provenance like one in a
 // structured body.
 func TestStringBodyProvenance(t *testing.T) {
