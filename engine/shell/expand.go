@@ -100,7 +100,8 @@ func substituteLocals(s string) string {
 	limit := 2*len(s) + 1024 // values can repeat text: bound what comes out
 	for range 16 {
 		changed := false
-		for _, m := range settings(s) {
+		ms := settings(s)
+		for k, m := range ms {
 			name, value := s[m[4]:m[5]], unquote(s[m[6]:m[7]])
 			if strings.IndexByte(homeRE.ReplaceAllString(value, ""), '$') >= 0 {
 				continue // a value built from variables (but $HOME): not followed
@@ -109,9 +110,9 @@ func substituteLocals(s string) string {
 			// may use this one (t=cu; t=${t}rl): after it, the new value
 			// holds, and a later round substitutes that.
 			rest, after := s[m[1]:], ""
-			for _, n := range settings(rest) {
-				if rest[n[4]:n[5]] == name {
-					rest, after = rest[:n[1]], rest[n[1]:]
+			for _, n := range ms[k+1:] {
+				if s[n[4]:n[5]] == name && n[1] > m[1] {
+					rest, after = s[m[1]:n[1]], s[n[1]:]
 					break
 				}
 			}
