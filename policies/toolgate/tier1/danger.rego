@@ -40,6 +40,19 @@ reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s",
 	not named_destination(m)
 	not header_credential_name(m)
 	not token_to_issuer(m)
+	not set_inside(m)
+}
+
+# A password written to a device on the private network is being set, not
+# sent out: a key's value (DANGER-103) in the body of a call to a host that
+# only resolves inside (a .local, .lan, .internal or .home.arpa name,
+# localhost, a 10/8, 172.16/12 or 192.168/16 address): the Wi-Fi passphrase
+# of the office's own controller. The same body to any public host still
+# counts, and so do secrets recognised by their format (DANGER-101).
+set_inside(m) if {
+	m.code == "DANGER-103"
+	startswith(m.where, "action.arguments.body")
+	regex.match(`^(?:[a-z0-9-]+\.)*[a-z0-9-]+\.(?:local|lan|internal|home\.arpa)$|^localhost$|^10\.\d+\.\d+\.\d+$|^192\.168\.\d+\.\d+$|^172\.(?:1[6-9]|2\d|3[01])\.\d+\.\d+$`, url_host(input.action.arguments.url))
 }
 
 # An HTTP call carries its own credentials in its headers: a header named
@@ -119,6 +132,38 @@ token_to_issuer(m) if {
 	contains(token, prefix)
 	some d in domains
 	host_within(host, d)
+}
+
+# Revoking a leaked token sends it to its issuer on purpose: a secret
+# recognised by its format (DANGER-101) in the body of a call to its
+# issuer's revocation endpoint (a path with "revoke" in it: GitHub's
+# /credentials/revoke, an OAuth /revoke) does not count, nor do the
+# credentials that body names (DANGER-104). Any other host or path, and the
+# same body sent anywhere else, still do.
+token_to_issuer(m) if {
+	m.code == "DANGER-101"
+	startswith(m.where, "action.arguments.body")
+	host := revocation_host
+	token := lower(m.excerpt)
+	some prefix, domains in config.token_issuers
+	contains(token, prefix)
+	some d in domains
+	host_within(host, d)
+}
+
+token_to_issuer(m) if {
+	m.code == "DANGER-104"
+	startswith(m.where, "action.arguments.body")
+	host := revocation_host
+	some domains in config.token_issuers
+	some d in domains
+	host_within(host, d)
+}
+
+# revocation_host is the host of an HTTPS call whose path revokes.
+revocation_host := url_host(url) if {
+	url := lower(input.action.arguments.url)
+	regex.match(`^https://[^/?#]+/(?:[^?#]*/)?(?:[a-z_.-]*revoke[a-z_.-]*)(?:[?#]|$)`, url)
 }
 
 # url_host is the host of a URL, lowercased.
