@@ -102,7 +102,7 @@ var patternCases = []struct {
 		[]string{"-----BEGIN PUBLIC KEY-----", "-----BEGIN CERTIFICATE-----"}},
 	{"PATTERN-027",
 		[]string{"password=hunter2abc", `"api_key": "sk_live_abcdef123"`, "DB_PASSWORD: s3cr3tP4ss", "client_secret=ab12cd34ef"},
-		[]string{"Forgot your password? Click here.", "password: <your password>", "password: ******", "Enter a password: ${PASSWORD}", "Join: https://meet.confer.example/j/84120936615?pwd=Q2hXa1RkYnVOc0t2"}},
+		[]string{"Forgot your password? Click here.", "password: <your password>", "password: ******", "Enter a password: ${PASSWORD}", "Join: https://meet.confer.example/j/84120936615?pwd=Q2hXa1RkYnVOc0t2", "op item edit Netflix --generate-password='letters,digits,24'"}},
 	{"PATTERN-028",
 		[]string{"export AWS_SECRET_ACCESS_KEY=x", "key AKIAIOSFODNN7EXAMPLE", "token ghp_0123456789abcdefghijklmnopqrstuvwxyz", "OPENAI_API_KEY", "xoxb-1234567890-abcdef"},
 		[]string{"AWS region us-east-1", "the sk- prefix", `curl https://api.stripe.example/v1/refunds -u "$STRIPE_SECRET_KEY:" -d reason=duplicate`}},
