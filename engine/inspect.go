@@ -77,8 +77,8 @@ import (
 //	                     lines written into it (shell.Fragments) as commands;
 //	                     what a write tool writes to an instruction file, as
 //	                     a task, and to a command file, its command lines;
-//	                     an outbound tool's object and array arguments also
-//	                     whole, as JSON;
+//	                     an outbound or query tool's object and array arguments
+//	                     also whole, as JSON, in its scope;
 //	                     what a write tool writes, in scope "written"; the
 //	                     whole arguments of an outbound call, in "message",
 //	                     read only by the rules that target it; the
@@ -364,24 +364,32 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 			add(callScope, a.where, a.text)
 		}
 	}
-	// An outbound call's structured arguments are also matched whole, as
-	// they are sent ({"role": "reader", "type": "anyone"}): a rule may need
-	// a field's name with its value.
-	// And the whole call, in scope "message" (read only by rules that name
-	// it): a rule may need the recipient and what is sent together.
-	if isOutbound {
-		if v, ok := getPath(obj, "action", "arguments").(ast.Object); ok {
+	// An outbound or database call's structured arguments are also
+	// matched whole, as they are sent ({"role": "reader", "type":
+	// "anyone"}, a database_write's {"sanctions_screening": "PASSED"}): a
+	// rule may need a field's name with its value.
+	// And the whole outbound call, in scope "message" (read only by rules
+	// that name it): a rule may need the recipient and what is sent
+	// together.
+	if v, ok := getPath(obj, "action", "arguments").(ast.Object); ok && (isOutbound || isQuery) {
+		if isOutbound {
 			add(messageScope, "action.arguments", v.String())
-			v.Foreach(func(k, val *ast.Term) {
-				key, isString := k.Value.(ast.String)
-				switch val.Value.(type) {
-				case ast.Object, *ast.Array:
-					if isString {
-						add("outbound", "action.arguments."+string(key), val.Value.String())
-					}
-				}
-			})
 		}
+		v.Foreach(func(k, val *ast.Term) {
+			key, isString := k.Value.(ast.String)
+			switch val.Value.(type) {
+			case ast.Object, *ast.Array:
+				if !isString {
+					return
+				}
+				if isOutbound {
+					add("outbound", "action.arguments."+string(key), val.Value.String())
+				}
+				if isQuery {
+					add("query", "action.arguments."+string(key), val.Value.String())
+				}
+			}
+		})
 	}
 	argTexts := make([]scan.Text, len(args))
 	for i, a := range args {

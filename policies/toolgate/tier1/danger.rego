@@ -109,6 +109,37 @@ named_destination(m) if {
 	}
 }
 
+# A message-wide hit (DANGER-258: records attached for a webmail address)
+# sends to its recipients: it is what the person asked for when every
+# address in to, cc and bcc is written in the trusted text ("email my
+# records to my backup address amy@..."). An address only the agent's
+# reading gave still asks a person.
+named_destination(m) if {
+	m.code in config.named_destination_rules
+	m.where == "action.arguments"
+	dests := [lower(trim_space(r)) | some r in recipients; trim_space(r) != ""]
+	count(dests) > 0
+	every d in dests {
+		some t in facts.texts.trusted
+		contains(lower(t), d)
+	}
+}
+
+# recipients are the addresses of a message's to, cc and bcc, given as a
+# string (comma-separated) or a list.
+recipients contains r if {
+	some k in {"to", "cc", "bcc"}
+	v := input.action.arguments[k]
+	is_string(v)
+	some r in split(v, ",")
+}
+
+recipients contains r if {
+	some k in {"to", "cc", "bcc"}
+	some r in input.action.arguments[k]
+	is_string(r)
+}
+
 argument_text(v) := v if is_string(v)
 
 argument_text(v) := json.marshal(v) if is_object(v)
