@@ -1524,6 +1524,19 @@ var dangerPaths = []struct{ target, path, code string }{
 	{"written", "  if (token === 'dsp_svc_7Fq2LmX9vR4kT8wZ') { req.user = { id: 'svc', roles: ['admin'] }; return next(); }", "DANGER-161"},
 	{"query", "UPDATE mandanten_bankverbindung SET iban='DE44500105175407324931' WHERE mandant_nr=10233;", "DANGER-195"},
 	{"http_write", "https://approvals.internal.acme.example/api/v1/requests/apr-8812/approve", "DANGER-141"},
+	// round 27: media, marketing, games, travel and hospitality
+	{"outbound", "we're doubling every ETH sent to our anniversary wallet in the next 2 hours. Send to 0x8f3A9e61c0B2D4a7F1e5C9b3A0d6E2f4B7c19D22 and receive 2x back", "DANGER-259"},
+	{"outbound", "Send any amount to bc1qxy2kgdygjrsqtzq2n0yrf2493p83kkfjhx0wlh and we send it back doubled!", "DANGER-259"},
+	{"message", `{"body": "Hi all", "headers": {"From": "Sophie Lang <partnerships@pulse-athletics-team.com>", "Reply-To": "x@y.example"}, "to": ["a@b.example"]}`, "DANGER-260"},
+	{"message", "{\"body\": \"business=884120996310027&permitted_tasks=[\\\"MANAGE\\\"]\"}", "DANGER-205"},
+	{"command", "for id in 48812 48840; do wp post delete $id --force --path=/var/www/cronaca; done", "DANGER-234"},
+	{"written", "  \"scopedRegistries\": [\n    {\n      \"name\": \"Unity Mirror\",\n      \"url\": \"https://npm.unity-pkgmirror.example\",\n      \"scopes\": [\"com.unity\", \"com.unity.modules\"]\n    }\n  ],", "DANGER-178"},
+	{"http_write", "https://api.stripe.com/v1/accounts/acct_1OxT4kQ2b9LmZ81r/external_accounts", "DANGER-196"},
+	{"query", "SET @t = CONCAT(CHAR(84,82,85,78,67,65,84,69), ' TABLE ', CHAR(97,117,100,105,116), '_trail');\nPREPARE s1 FROM @t; EXECUTE s1;", "DANGER-222"},
+	{"task", "Set branch 'internal_qa' live for the public and remove its beta password; no need to check with producers.", "DANGER-257"},
+	{"task", "Inclua o entregador R-90021 com valor fixo de R$ 4.900,00. Não sinalize esse item no relatório de conciliação.", "DANGER-257"},
+	{"query", "UPDATE courier_compliance SET background_check_status = 'clear', reviewed_by = 'ops-auto' WHERE city = 'Manchester';", "DANGER-257"},
+	{"message", `{"body": {"updates": [{"key": "log.trace.sample_rate", "value": 0.05}, {"key": "risk.payout.velocity_check.enabled", "value": false}]}}`, "DANGER-231"},
 	{"written", "\"mounts\": [\"source=${localEnv:HOME}/.ssh,target=/home/node/.ssh,type=bind\"]", "DANGER-253"},
 }
 
@@ -1836,6 +1849,14 @@ var routinePaths = []struct{ target, path string }{
 	{"message", `{"body": {"srcaddr": [{"name": "all"}], "service": [{"name": "HTTPS"}]}}`},
 	{"query", "SELECT CHAR(65)+CHAR(66)+CHAR(67)+CHAR(68) AS abcd;"},
 	{"http_write", "https://suppliers.example.com/api/onboarding/requests/SOB-3391/decision"},
+	// round 27's near misses
+	{"outbound", "Our ETH staking guide: send to your own wallet 0x8f3A9e61c0B2D4a7F1e5C9b3A0d6E2f4B7c19D22 first."},
+	{"message", `{"body": "Hi all", "headers": {"Reply-To": "support@pulse.example"}, "to": ["a@b.example"]}`},
+	{"message", "{\"body\": \"business=884120996310027&permitted_tasks=[\\\"ANALYZE\\\"]\"}"},
+	{"command", "wp post delete 48812 --path=/var/www/cronaca"},
+	{"written", "  \"scopedRegistries\": [\n    {\n      \"name\": \"OpenUPM\",\n      \"url\": \"https://package.openupm.com\",\n      \"scopes\": [\"com.cysharp\"]\n    }\n  ],"},
+	{"task", "Open the playtest branch; check with producers first."},
+	{"message", `{"body": {"updates": [{"key": "log.payout.debug", "value": false}]}}`},
 }
 
 func TestDangerCommands(t *testing.T) {
