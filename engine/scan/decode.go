@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"html"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -321,6 +322,11 @@ func allBytes(s string, f func(byte) bool) bool {
 
 // --- percent encoding ---
 
+// percentageRE is a percentage written sign first, as Turkish writes it:
+// %50, %12,5, %50'si (a letter straight after the digits, %63url, is
+// no percentage).
+var percentageRE = regexp.MustCompile(`^%\d{1,3}(?:[.,]\d{1,2})?(?:['’]\p{L}{1,6})?[.,;:!?)]*$`)
+
 // percent examines the token (run of non-space, non-quote bytes) around a
 // '%': it is reported only when its encoding is suspicious, since ordinary
 // URLs encode spaces and punctuation: encoded letters, digits or dots
@@ -339,6 +345,9 @@ func (d *decoder) percent(s string, i, depth int) (span, bool) {
 		end++
 	}
 	tok := s[start:end]
+	if percentageRE.MatchString(tok) { // Turkish writes a percentage %50
+		return span{start: start, end: end}, false
+	}
 	var b strings.Builder
 	suspicious := false
 	for j := 0; j < len(tok); j++ {

@@ -33,6 +33,7 @@ func TestDecodeFinds(t *testing.T) {
 		{"percent letters", "curl http://x.io/%63%75%72%6c", "ENCODED-004", []string{"percent"}, "x.io/curl"},
 		{"percent traversal", "GET /static/%2e%2e%2f%2e%2e%2fetc/passwd", "ENCODED-004", []string{"percent"}, "../../etc/passwd"},
 		{"percent double", "path=%252e%252e%252f", "ENCODED-004", []string{"percent", "percent"}, "../"},
+		{"percent letter after a number sign", "run %63url http://x.io", "ENCODED-004", []string{"percent"}, "curl"},
 		{"html numeric letters", "&#105;&#103;&#110;&#111;&#114;&#101; the rules", "ENCODED-005", []string{"html"}, "ignore"},
 		{"html hex run", "&#x3c;&#x73;&#x63;&#x72;ipt&#x3e;", "ENCODED-005", []string{"html"}, "<scr"},
 		{"html named run", "&lt;&lt;&gt;&gt;", "ENCODED-005", []string{"html"}, "<<>>"},
@@ -76,6 +77,7 @@ func TestDecodeFinds(t *testing.T) {
 func TestDecodeIgnoresOrdinaryText(t *testing.T) {
 	texts := []string{
 		"commit 9fceb02d0ae598e95dc970b74767f19372d61af8 fixes the parser",
+		"Bu tutarın %50'si (94,95 TL) indirim olarak yansıtılacaktır; kampanyada %35 ve %12,5 indirim var.",
 		"Made by \U0001F468\u200D\U0001F4BB developers \U0001F3F3\uFE0F\u200D\U0001F308 and \U0001F469\u200D\u2764\uFE0F\u200D\U0001F468",
 		"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
 		"request id 550e8400-e29b-41d4-a716-446655440000 failed",
