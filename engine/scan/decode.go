@@ -345,7 +345,7 @@ func (d *decoder) percent(s string, i, depth int) (span, bool) {
 		end++
 	}
 	tok := s[start:end]
-	if percentageRE.MatchString(tok) { // Turkish writes a percentage %50
+	if tok[0] == '%' && percentageRE.MatchString(tok) { // Turkish writes a percentage %50
 		return span{start: start, end: end}, false
 	}
 	var b strings.Builder

@@ -159,7 +159,7 @@ func replaceElements(s, name string, words []string, limit int) (string, bool) {
 		switch {
 		case idx == "@" || idx == "*":
 			value = strings.Join(words, " ")
-		case isNumber(idx):
+		case idx != "" && len(idx) <= 4 && allDigits(idx):
 			if i, err := strconv.Atoi(idx); err == nil && i < len(words) {
 				value = words[i]
 			}
@@ -177,18 +177,6 @@ func replaceElements(s, name string, words []string, limit int) (string, bool) {
 		}
 	}
 	return b.String(), changed
-}
-
-func isNumber(s string) bool {
-	if s == "" || len(s) > 4 {
-		return false
-	}
-	for i := range len(s) {
-		if !isDigit(s[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // shellWords splits an array's body into its words, each unquoted:
