@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -184,6 +185,30 @@ func contextTexts(obj ast.Object) (untrusted []scan.Text, trusted []*ast.Term) {
 	return untrusted, trusted
 }
 
+// personTexts are the trusted blocks that are not the system prompt (source
+// "system"): what the person talking to the agent typed.
+func personTexts(obj ast.Object) []scan.Text {
+	blocks, ok := getPath(obj, "context", "blocks").(*ast.Array)
+	if !ok {
+		return nil
+	}
+	var out []scan.Text
+	for i := 0; i < blocks.Len(); i++ {
+		b, ok := blocks.Elem(i).Value.(ast.Object)
+		if !ok {
+			continue
+		}
+		content, ok := getPath(b, "content").(ast.String)
+		trust, _ := getPath(b, "trust").(ast.String)
+		source, _ := getPath(b, "source").(ast.String)
+		if !ok || content == "" || trust == "untrusted" || source == "system" {
+			continue
+		}
+		out = append(out, scan.Text{Where: "context.blocks[" + strconv.Itoa(i) + "].content", Text: string(content)})
+	}
+	return out
+}
+
 // walkStrings visits every string in v depth first, in key order, with its
 // path (a.b[2].c).
 func walkStrings(v ast.Value, path string, visit func(where, text string)) {
@@ -254,6 +279,32 @@ type compiledRules struct {
 	byScope map[string]*scan.RuleSet  // "*" = rules for texts whose scope no rule names
 	extra   map[string][][2]*ast.Term // code → the rule's "class" and "decision", when it has them
 	class   map[string]string         // code → the rule's "class"
+	subsets sync.Map                  // hash of a list of codes → subset (only)
+}
+
+// only is the part of c's unscoped rules whose codes are among codes (an
+// array or set of strings), for texts of any scope; built once per list of
+// codes and kept with c, by the list's hash.
+func (c *compiledRules) only(codes ast.Value) *compiledRules {
+	h := codes.Hash()
+	if v, ok := c.subsets.Load(h); ok {
+		if e := v.(subset); e.codes.Compare(codes) == 0 {
+			return e.rules
+		}
+	}
+	keep := map[string]bool{}
+	eachString(codes, func(s string) { keep[s] = true })
+	sub := &compiledRules{byScope: map[string]*scan.RuleSet{
+		"*": c.byScope["*"].Subset(func(r scan.Rule) bool { return keep[r.Code] }),
+	}, extra: c.extra, class: c.class}
+	c.subsets.Store(h, subset{codes, sub})
+	return sub
+}
+
+// subset is one list of codes and its rules (compiledRules.only).
+type subset struct {
+	codes ast.Value
+	rules *compiledRules
 }
 
 // ruleSets are the compiled rule lists, by value (compileRules).

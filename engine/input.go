@@ -181,7 +181,7 @@ var keys = func() map[string]*ast.Term {
 	for _, k := range []string{
 		"action", "agent", "allowed_tools", "arguments", "blocked_tools", "budget", "conversation", "cost_today_usd", "fingerprint", "last_step", "max_daily_cost_usd", "max_requests_per_hour", "recent", "registered", "requests_last_hour", "reserved", "revoked", "steps_approved", "token_required", "token_valid", "block", "blocks", "category", "class", "code", "command_categories",
 		"content", "context", "control_arguments", "conversation_id", "cost_usd", "danger", "danger_hits",
-		"decision", "decoded", "decoded_hits", "deobfuscated_hits", "encoded", "encodings", "excerpt", "facts", "id",
+		"decision", "decoded", "decoded_hits", "deobfuscated_hits", "direct_codes", "direct_hits", "encoded", "encodings", "excerpt", "facts", "id",
 		"injection_hits", "key", "kind", "message", "name", "not_applied", "outbound_categories",
 		"path_key_parts", "path_scopes", "pattern", "pattern_hits", "patterns", "payload_keys",
 		"pre_action_state_hash", "requested_actions", "scope", "spoofed_arguments", "verb", "action_verbs", "source", "state_source", "step_number", "target", "text",

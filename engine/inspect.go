@@ -52,6 +52,8 @@ import (
 //	                      in what a write tool writes there are commands
 //	"action_verbs"        verbs a tool's name may carry (RequestedActions)
 //	"generic_verbs"       words of a tool's name that stand for every action verb
+//	"direct_codes"        codes of the patterns that also count in the person's
+//	                      own words (jailbreak language: "developer mode enabled")
 //
 // It returns
 //
@@ -109,9 +111,12 @@ import (
 //	                     it does: httpActionWords) that the untrusted text
 //	                     asks for and the trusted text never mentions
 //	                     (scan.RequestedActions)
+//	"direct_hits"        the direct_codes patterns over the person's own words:
+//	                     the trusted blocks whose source is not "system"
+//	                     (personTexts), whether or not untrusted text is in view
 //
-// The last six are computed only when untrusted text is in view, and are
-// empty otherwise.
+// The six from "pattern_hits" to "requested_actions" are computed only when
+// untrusted text is in view, and are empty otherwise.
 func init() {
 	rego.RegisterBuiltin2(&rego.Function{
 		Name:        "toolgate.inspect",
@@ -133,7 +138,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	category := stringField(opts, "category")
 	// The string-set options; a non-string element is an error in all but
 	// payload_keys, where it simply never matches.
-	var payloadKeys, pathParts, controlParts, scriptSuffixes, instructionFiles, commandFiles, httpCategories, writeMethods ast.Value
+	var payloadKeys, pathParts, controlParts, scriptSuffixes, instructionFiles, commandFiles, httpCategories, writeMethods, directCodes ast.Value
 	for _, o := range []struct {
 		key    string
 		strict bool
@@ -147,6 +152,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		{"command_files", true, &commandFiles},
 		{"http_categories", false, &httpCategories},
 		{"state_changing_methods", true, &writeMethods},
+		{"direct_codes", true, &directCodes},
 	} {
 		v, err := stringsIn(opts, o.key, o.strict)
 		if err != nil {
@@ -438,6 +444,18 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	}
 
 	empty := ast.ArrayTerm()
+	// The person's own words: jailbreak language typed by whoever is
+	// talking to the agent (the direct_codes patterns over the trusted
+	// blocks that are not the system prompt), with or without untrusted
+	// text in view.
+	directHits := empty
+	if person := personTexts(obj); directCodes != nil && len(person) > 0 {
+		patterns, err := compiledFor(valueOf(opts, "patterns"))
+		if err != nil {
+			return nil, fmt.Errorf("toolgate.inspect: patterns: %w", err)
+		}
+		directHits = matchTerms(patterns.only(directCodes), map[string][]scan.Text{"person": person})
+	}
 	patternHits, encodedTerm, decodedHits, injectionHits, disguisedHits, requestedTerm := empty, empty, empty, empty, empty, empty
 	var decodedTerms []*ast.Term // what the untrusted texts decode to
 	if len(untrusted) > 0 {
@@ -535,6 +553,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		ast.Item(keyTerm("injection_hits"), injectionHits),
 		ast.Item(keyTerm("deobfuscated_hits"), disguisedHits),
 		ast.Item(keyTerm("requested_actions"), requestedTerm),
+		ast.Item(keyTerm("direct_hits"), directHits),
 	), nil
 }
 

@@ -62,6 +62,7 @@ facts := toolgate.inspect(input, {
 		"unlock", "upload", "wipe", "withdraw",
 	},
 	"generic_verbs": {"manage"},
+	"direct_codes": config.direct_codes,
 })
 
 has_untrusted if count(facts.texts.untrusted) > 0

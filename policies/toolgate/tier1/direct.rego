@@ -1,0 +1,22 @@
+# Direct injection: the person talking to the agent types jailbreak language
+# ("MODO DESARROLLADOR ACTIVADO", "ignore your previous instructions", a
+# fake [SYSTEM] block, "from now on you are DevMode"). Whoever typed it is
+# trying to talk the agent out of its rules, so what they ask for next is
+# not taken on trust: a call above low risk escalates (DIRECT-001), with or
+# without untrusted context, at every trust level. The system prompt is not
+# the person's words and is not read here.
+#
+# The patterns that count (config.direct_codes) are the instruction
+# overrides, role hijacks, jailbreak modes and fake system markers: none of
+# them is how people ask for things. Patterns that are ordinary in a
+# person's own request stay out: text written as the user ("send my
+# files"), text addressed to the assistant, "use the X tool", a request to
+# send something to an address.
+package toolgate.tier1
+
+import rego.v1
+
+reasons contains {"code": "DIRECT-001", "rule": "direct_injection", "message": sprintf("the person's own message carries jailbreak language (%s): %q is not taken on trust", [m.message, input.action.type]), "where": m.where, "decision": "escalate"} if {
+	m := facts.direct_hits[0]
+	risk != "low"
+}
