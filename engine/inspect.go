@@ -449,12 +449,14 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	// blocks that are not the system prompt), with or without untrusted
 	// text in view.
 	directHits := empty
-	if person := personTexts(obj); directCodes != nil && len(person) > 0 {
-		patterns, err := compiledFor(valueOf(opts, "patterns"))
-		if err != nil {
-			return nil, fmt.Errorf("toolgate.inspect: patterns: %w", err)
+	if directCodes != nil {
+		if person := personTexts(obj); len(person) > 0 {
+			patterns, err := compiledFor(valueOf(opts, "patterns"))
+			if err != nil {
+				return nil, fmt.Errorf("toolgate.inspect: patterns: %w", err)
+			}
+			directHits = matchTerms(patterns.only(directCodes), map[string][]scan.Text{"person": person})
 		}
-		directHits = matchTerms(patterns.only(directCodes), map[string][]scan.Text{"person": person})
 	}
 	patternHits, encodedTerm, decodedHits, injectionHits, disguisedHits, requestedTerm := empty, empty, empty, empty, empty, empty
 	var decodedTerms []*ast.Term // what the untrusted texts decode to
