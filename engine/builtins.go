@@ -103,7 +103,7 @@ func builtinTexts(_ rego.BuiltinContext, in *ast.Term) (*ast.Term, error) {
 	for _, a := range argumentTexts(obj) {
 		args = append(args, withKey(textTerm(a.where, a.text, "arguments"), a.key))
 	}
-	untrustedTexts, trusted := contextTexts(obj)
+	untrustedTexts, trusted, _ := contextTexts(obj)
 	untrusted := make([]*ast.Term, len(untrustedTexts))
 	for i, u := range untrustedTexts {
 		untrusted[i] = textTerm(u.Where, u.Text, "context")
@@ -157,15 +157,17 @@ func argumentTexts(obj ast.Object) []argText {
 }
 
 // contextTexts splits the context: the untrusted blocks' contents, with
-// their paths, and the trusted text (the user's intent and trusted blocks).
-func contextTexts(obj ast.Object) (untrusted []scan.Text, trusted []*ast.Term) {
+// their paths; the trusted text (the user's intent and trusted blocks); and
+// of those, the person's own words: the trusted blocks that are not the
+// system prompt (source "system"), with their paths.
+func contextTexts(obj ast.Object) (untrusted []scan.Text, trusted []*ast.Term, person []scan.Text) {
 	trusted = []*ast.Term{}
 	if intent, ok := getPath(obj, "context", "user_intent").(ast.String); ok && intent != "" {
 		trusted = append(trusted, ast.NewTerm(intent))
 	}
 	blocks, ok := getPath(obj, "context", "blocks").(*ast.Array)
 	if !ok {
-		return nil, trusted
+		return nil, trusted, nil
 	}
 	for i := 0; i < blocks.Len(); i++ {
 		b, ok := blocks.Elem(i).Value.(ast.Object)
@@ -176,37 +178,17 @@ func contextTexts(obj ast.Object) (untrusted []scan.Text, trusted []*ast.Term) {
 		if !ok || content == "" {
 			continue
 		}
+		where := "context.blocks[" + strconv.Itoa(i) + "].content"
 		if trust, _ := getPath(b, "trust").(ast.String); trust == "untrusted" {
-			untrusted = append(untrusted, scan.Text{Where: "context.blocks[" + strconv.Itoa(i) + "].content", Text: string(content)})
-		} else {
-			trusted = append(trusted, ast.NewTerm(content))
-		}
-	}
-	return untrusted, trusted
-}
-
-// personTexts are the trusted blocks that are not the system prompt (source
-// "system"): what the person talking to the agent typed.
-func personTexts(obj ast.Object) []scan.Text {
-	blocks, ok := getPath(obj, "context", "blocks").(*ast.Array)
-	if !ok {
-		return nil
-	}
-	var out []scan.Text
-	for i := 0; i < blocks.Len(); i++ {
-		b, ok := blocks.Elem(i).Value.(ast.Object)
-		if !ok {
+			untrusted = append(untrusted, scan.Text{Where: where, Text: string(content)})
 			continue
 		}
-		content, ok := getPath(b, "content").(ast.String)
-		trust, _ := getPath(b, "trust").(ast.String)
-		source, _ := getPath(b, "source").(ast.String)
-		if !ok || content == "" || trust == "untrusted" || source == "system" {
-			continue
+		trusted = append(trusted, ast.NewTerm(content))
+		if source, _ := getPath(b, "source").(ast.String); source != "system" {
+			person = append(person, scan.Text{Where: where, Text: string(content)})
 		}
-		out = append(out, scan.Text{Where: "context.blocks[" + strconv.Itoa(i) + "].content", Text: string(content)})
 	}
-	return out
+	return untrusted, trusted, person
 }
 
 // walkStrings visits every string in v depth first, in key order, with its

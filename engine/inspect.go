@@ -113,7 +113,7 @@ import (
 //	                     (scan.RequestedActions)
 //	"direct_hits"        the direct_codes patterns over the person's own words:
 //	                     the trusted blocks whose source is not "system"
-//	                     (personTexts), whether or not untrusted text is in view
+//	                     (contextTexts), whether or not untrusted text is in view
 //
 // The six from "pattern_hits" to "requested_actions" are computed only when
 // untrusted text is in view, and are empty otherwise.
@@ -203,7 +203,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 
 	// The texts, as toolgate.texts collects them.
 	args := argumentTexts(obj)
-	untrusted, trustedTerms := contextTexts(obj)
+	untrusted, trustedTerms, person := contextTexts(obj)
 	argTerms := make([]*ast.Term, len(args))
 	controlTerms := []*ast.Term{}
 	var control []scan.Text
@@ -449,14 +449,12 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	// blocks that are not the system prompt), with or without untrusted
 	// text in view.
 	directHits := empty
-	if directCodes != nil {
-		if person := personTexts(obj); len(person) > 0 {
-			patterns, err := compiledFor(valueOf(opts, "patterns"))
-			if err != nil {
-				return nil, fmt.Errorf("toolgate.inspect: patterns: %w", err)
-			}
-			directHits = matchTerms(patterns.only(directCodes), map[string][]scan.Text{"person": person})
+	if directCodes != nil && len(person) > 0 {
+		patterns, err := compiledFor(valueOf(opts, "patterns"))
+		if err != nil {
+			return nil, fmt.Errorf("toolgate.inspect: patterns: %w", err)
 		}
+		directHits = matchTerms(patterns.only(directCodes), map[string][]scan.Text{"person": person})
 	}
 	patternHits, encodedTerm, decodedHits, injectionHits, disguisedHits, requestedTerm := empty, empty, empty, empty, empty, empty
 	var decodedTerms []*ast.Term // what the untrusted texts decode to
