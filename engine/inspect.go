@@ -50,6 +50,10 @@ import (
 //	"command_files"       files whose lines are run later ("makefile", "dockerfile",
 //	                      ".github/workflows/", "package.json"...): the command lines
 //	                      in what a write tool writes there are commands
+//	"command_keys"        names of fields that hold a command line ("command",
+//	                      "bash_command", "entrypoint"...): such a field of an
+//	                      outbound call (a job runner's API) is a command, and so is
+//	                      a string a written program sets one to (shell.CodeCommands)
 //	"action_verbs"        verbs a tool's name may carry (RequestedActions)
 //	"generic_verbs"       words of a tool's name that stand for every action verb
 //	"direct_codes"        codes of the patterns that also count in the person's
@@ -138,7 +142,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	category := stringField(opts, "category")
 	// The string-set options; a non-string element is an error in all but
 	// payload_keys, where it simply never matches.
-	var payloadKeys, pathParts, controlParts, scriptSuffixes, instructionFiles, commandFiles, httpCategories, writeMethods, directCodes ast.Value
+	var payloadKeys, pathParts, controlParts, scriptSuffixes, instructionFiles, commandFiles, commandKeys, httpCategories, writeMethods, directCodes ast.Value
 	for _, o := range []struct {
 		key    string
 		strict bool
@@ -150,6 +154,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		{"script_suffixes", true, &scriptSuffixes},
 		{"instruction_files", true, &instructionFiles},
 		{"command_files", true, &commandFiles},
+		{"command_keys", true, &commandKeys},
 		{"http_categories", false, &httpCategories},
 		{"state_changing_methods", true, &writeMethods},
 		{"direct_codes", true, &directCodes},
@@ -160,6 +165,8 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		}
 		*o.into = v
 	}
+	var keyNames []string
+	eachString(commandKeys, func(k string) { keyNames = append(keyNames, strings.ToLower(k)) })
 	// A generic HTTP tool's body is the request itself: its fields that
 	// name a destination or a principal (control_field_parts) are control
 	// values; a message's body says what it says, whatever its fields are
@@ -326,6 +333,10 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		}
 		if isWritten {
 			add("written", a.where, a.text)
+			// What a program written hands to a shell, whatever its file.
+			for _, c := range shell.CodeCommands(a.text, keyNames) {
+				addCommand(argText{where: a.where, text: c, key: a.key})
+			}
 		}
 		if pathScope == "write_path" && !isPath(a.key) && replaced(a.where) {
 			if words := removedWords(a.text, replacement(args, a.where)); words != "" {
@@ -356,6 +367,10 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		if isOutbound {
 			add("outbound", a.where, a.text)
 			addDecoded("outbound", a.where, a.text, false)
+			// A job runner's or remote shell's API runs what it is given.
+			if slices.Contains(keyNames, lastKey(a.where)) {
+				addCommand(a)
+			}
 		}
 		if isQuery {
 			add("query", a.where, a.text)
@@ -726,6 +741,13 @@ func anyString(v ast.Value, f func(string) bool) bool {
 	found := false
 	eachString(v, func(x string) { found = found || f(x) })
 	return found
+}
+
+// lastKey is the name of the field a where points at, lowercase:
+// "commands" for action.arguments.body.commands[0].
+func lastKey(where string) string {
+	where = strings.TrimRight(where, "]0123456789[")
+	return strings.ToLower(where[strings.LastIndexByte(where, '.')+1:])
 }
 
 // contains reports whether the array or set v holds the string s.

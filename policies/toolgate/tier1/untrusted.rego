@@ -53,6 +53,7 @@ facts := toolgate.inspect(input, {
 	"script_suffixes": {".sh", ".bash", ".zsh", ".ksh", ".fish", ".command", ".ps1", ".psm1", ".bat", ".cmd"},
 	"instruction_files": {"agents.md", "claude.md", "claude.local.md", "gemini.md", ".cursorrules", ".windsurfrules", ".clinerules", "copilot-instructions.md"},
 	"command_files": {"makefile", "gnumakefile", ".mk", ".envrc", ".vscode/tasks.json", "justfile", "dockerfile", "containerfile", ".dockerfile", "package.json", "procfile", "jenkinsfile", ".gitlab-ci.yml", ".github/workflows/", ".circleci/", ".buildkite/", ".husky/", ".git/hooks/", "snakefile", ".smk", "nextflow.config", ".nf", ".pre-commit-config.yaml", ".pre-commit-hooks.yaml"},
+	"command_keys": {"command", "commands", "cmd", "bash_command", "shell_command", "entrypoint", "script"},
 	"action_verbs": {
 		"activate", "approve", "archive", "assign", "ban", "book", "buy", "cancel", "deactivate",
 		"delete", "deposit", "destroy", "disable", "download", "drop", "enable", "erase", "forward",
