@@ -57,6 +57,10 @@ const (
 	// callScope holds the arguments no other scope reads: the rules for
 	// any scope match it, and those that name it.
 	callScope = "call"
+	// fieldsScope holds the whole arguments of a call that is not
+	// outbound, as JSON (an outbound call's are in messageScope): the
+	// rules for any scope match it, and those that name it.
+	fieldsScope = "fields"
 )
 
 var namedOnly = map[string]bool{requestScope: true, removedScope: true, messageScope: true}

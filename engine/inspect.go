@@ -87,7 +87,8 @@ import (
 //	                     also whole, as JSON, in its scope;
 //	                     what a write tool writes, in scope "written"; the
 //	                     whole arguments of an outbound call, in "message",
-//	                     read only by the rules that target it; the
+//	                     read only by the rules that target it, and of any
+//	                     other call, in "fields"; the
 //	                     words an edit takes away (removedWords: those of
 //	                     old_string that new_string no longer holds), in
 //	                     "removed", read only by the rules that target it; the
@@ -391,11 +392,17 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	// rule may need a field's name with its value.
 	// And the whole outbound call, in scope "message" (read only by rules
 	// that name it): a rule may need the recipient and what is sent
-	// together.
-	if v, ok := getPath(obj, "action", "arguments").(ast.Object); ok && (isOutbound || isQuery) {
-		if isOutbound {
-			add(messageScope, "action.arguments", v.String())
-		}
+	// together. Any other call whole is in scope "fields", read by the
+	// rules for any scope: a flag with its value is no string argument (a
+	// payment's "requires_second_approval": false).
+	v, ok := getPath(obj, "action", "arguments").(ast.Object)
+	switch {
+	case ok && isOutbound:
+		add(messageScope, "action.arguments", v.String())
+	case ok:
+		add(fieldsScope, "action.arguments", v.String())
+	}
+	if ok && (isOutbound || isQuery) {
 		v.Foreach(func(k, val *ast.Term) {
 			key, isString := k.Value.(ast.String)
 			switch val.Value.(type) {
