@@ -393,13 +393,15 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	// And the whole outbound call, in scope "message" (read only by rules
 	// that name it): a rule may need the recipient and what is sent
 	// together. Any other call whole is in scope "fields", read by the
-	// rules for any scope: a flag with its value is no string argument (a
-	// payment's "requires_second_approval": false).
+	// rules for any scope, when it holds a value that is no string: a flag
+	// with its value is no string argument (a payment's
+	// "requires_second_approval": false), and arguments that are all
+	// strings are read already.
 	v, ok := getPath(obj, "action", "arguments").(ast.Object)
 	switch {
 	case ok && isOutbound:
 		add(messageScope, "action.arguments", v.String())
-	case ok:
+	case ok && holdsScalar(v):
 		add(fieldsScope, "action.arguments", v.String())
 	}
 	if ok && (isOutbound || isQuery) {
@@ -753,8 +755,32 @@ func anyString(v ast.Value, f func(string) bool) bool {
 // lastKey is the name of the field a where points at, lowercase:
 // "commands" for action.arguments.body.commands[0].
 func lastKey(where string) string {
-	where = strings.TrimRight(where, "]0123456789[")
+	for strings.HasSuffix(where, "]") {
+		i := strings.LastIndexByte(where, '[')
+		if i < 0 {
+			break
+		}
+		where = where[:i]
+	}
 	return strings.ToLower(where[strings.LastIndexByte(where, '.')+1:])
+}
+
+// holdsScalar reports whether v holds, at any depth, a value that is
+// neither a string nor a collection: a boolean, a number or null.
+func holdsScalar(v ast.Value) bool {
+	switch x := v.(type) {
+	case ast.Boolean, ast.Number, ast.Null:
+		return true
+	case ast.Object:
+		found := false
+		x.Foreach(func(_, t *ast.Term) { found = found || holdsScalar(t.Value) })
+		return found
+	case *ast.Array:
+		found := false
+		x.Foreach(func(t *ast.Term) { found = found || holdsScalar(t.Value) })
+		return found
+	}
+	return false
 }
 
 // contains reports whether the array or set v holds the string s.

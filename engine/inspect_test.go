@@ -492,6 +492,34 @@ func TestRemovedWords(t *testing.T) {
 	}
 }
 
+func TestLastKeyAndHoldsScalar(t *testing.T) {
+	for where, want := range map[string]string{
+		"action.arguments.body.commands[0]": "commands",
+		"action.arguments.Entrypoint":       "entrypoint",
+		"action.arguments.cmd2":             "cmd2",
+		"action.arguments.steps[1][0]":      "steps",
+	} {
+		if got := lastKey(where); got != want {
+			t.Errorf("lastKey(%q) = %q, want %q", where, got, want)
+		}
+	}
+	for js, want := range map[string]bool{
+		`{"path": "a.txt", "content": "x"}`:                    false,
+		`{"to": ["a@b.example"], "body": {"text": "hi"}}`:      false,
+		`{"amount": 9850.0}`:                                   true,
+		`{"body": {"settings": [{"requires_review": false}]}}`: true,
+		`{"expires": null}`:                                    true,
+	} {
+		v, err := ast.ValueFromReader(strings.NewReader(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := holdsScalar(v); got != want {
+			t.Errorf("holdsScalar(%s) = %v, want %v", js, got, want)
+		}
+	}
+}
+
 func TestHasScheme(t *testing.T) {
 	for _, tc := range []struct {
 		s    string
