@@ -619,10 +619,7 @@ func isPayload(a argText, payloadKeys, controlParts ast.Value) bool {
 	if strings.IndexByte(rest, '.') < 0 { // the text itself, or list elements
 		return true
 	}
-	field := strings.ToLower(rest[strings.LastIndexByte(rest, '.')+1:])
-	if i := strings.IndexByte(field, '['); i >= 0 {
-		field = field[:i]
-	}
+	field := lastKey(a.where)
 	return !anyString(controlParts, func(p string) bool { return strings.Contains(field, p) })
 }
 
