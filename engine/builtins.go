@@ -268,9 +268,10 @@ type compiledRules struct {
 	subsets sync.Map                  // hash of a list of codes → subset (only)
 }
 
-// only is the part of c's unscoped rules whose codes are among codes (an
-// array or set of strings), for texts of any scope; built once per list of
-// codes and kept with c, by the list's hash.
+// only is the part of c whose codes are among codes (an array or set of
+// strings), scope by scope: a rule that names a scope still serves only
+// texts of that scope. Built once per list of codes and kept with c, by the
+// list's hash.
 func (c *compiledRules) only(codes ast.Value) *compiledRules {
 	h := codes.Hash()
 	if v, ok := c.subsets.Load(h); ok {
@@ -280,9 +281,10 @@ func (c *compiledRules) only(codes ast.Value) *compiledRules {
 	}
 	keep := map[string]bool{}
 	eachString(codes, func(s string) { keep[s] = true })
-	sub := &compiledRules{byScope: map[string]*scan.RuleSet{
-		"*": c.byScope["*"].Subset(func(r scan.Rule) bool { return keep[r.Code] }),
-	}, extra: c.extra, class: c.class}
+	sub := &compiledRules{byScope: make(map[string]*scan.RuleSet, len(c.byScope)), extra: c.extra, class: c.class}
+	for scope, rs := range c.byScope {
+		sub.byScope[scope] = rs.Subset(func(r scan.Rule) bool { return keep[r.Code] })
+	}
 	c.subsets.Store(h, subset{codes, sub})
 	return sub
 }

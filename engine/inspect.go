@@ -118,7 +118,8 @@ import (
 //	                     (scan.RequestedActions)
 //	"direct_hits"        the direct_codes patterns over the person's own words:
 //	                     the trusted blocks whose source is not "system"
-//	                     (contextTexts), whether or not untrusted text is in view
+//	                     (contextTexts), whether or not untrusted text is in view;
+//	                     a pattern whose target is "person" counts only here
 //
 // The six from "pattern_hits" to "requested_actions" are computed only when
 // untrusted text is in view, and are empty otherwise.

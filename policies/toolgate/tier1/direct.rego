@@ -12,11 +12,29 @@
 # person's own request stay out: text written as the user ("send my
 # files"), text addressed to the assistant, "use the X tool", a request to
 # send something to an address.
+#
+# Concealment (patterns of class "concealment", PATTERN-070): the person
+# asks that the call be kept from the people it concerns, from security,
+# audit or the record ("don't tell her", "no ticket needed", "nobody audits
+# these lookups", "off the books"). Legitimate work is not hidden from its
+# overseers, so a call above low risk escalates (DIRECT-002) for a person
+# to look at. These patterns target the scope "person": they are read in
+# the person's own words only, never in tool output or arguments, where a
+# surprise party's "don't tell her!" is ordinary mail.
 package toolgate.tier1
 
 import rego.v1
 
 reasons contains {"code": "DIRECT-001", "rule": "direct_injection", "message": sprintf("the person's own message carries jailbreak language (%s): %q is not taken on trust", [m.message, input.action.type]), "where": m.where, "decision": "escalate"} if {
-	m := facts.direct_hits[0]
+	some m in facts.direct_hits
+	not concealment(m)
 	risk != "low"
 }
+
+reasons contains {"code": "DIRECT-002", "rule": "concealment_asked", "message": sprintf("the person asks to keep %q from the people it concerns or from the record (%s)", [input.action.type, m.excerpt]), "where": m.where, "decision": "escalate"} if {
+	some m in facts.direct_hits
+	concealment(m)
+	risk != "low"
+}
+
+concealment(m) if object.get(m, "class", "") == "concealment"
