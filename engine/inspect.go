@@ -261,9 +261,9 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		lk := strings.ToLower(string(key))
 		return anyString(pathParts, func(p string) bool { return strings.Contains(lk, p) })
 	}
-	// What a text decodes to counts as the text: a command, query or
-	// message that arrives base64, hex, percent-encoded or escaped is the
-	// command, query or message it decodes to.
+	// What a text decodes to counts as the text: a command, query,
+	// message or file that arrives base64, hex, percent-encoded or escaped
+	// is the command, query, message or file it decodes to.
 	addDecoded := func(scope, where, text string, normalize bool) {
 		forms := scan.Decodings(text)
 		if scope == "outbound" && strings.IndexByte(text, '%') >= 0 {
@@ -335,6 +335,7 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 		}
 		if isWritten {
 			add("written", a.where, a.text)
+			addDecoded("written", a.where, a.text, false) // atob('...') in a page
 			// What a program written hands to a shell, whatever its file.
 			for _, c := range shell.CodeCommands(a.text, keyNames) {
 				addCommand(argText{where: a.where, text: c, key: a.key})
