@@ -52,7 +52,7 @@ func Decode(texts []Text) []Finding {
 	d := &decoder{budget: MaxDecodedPerRun}
 	var out []Finding
 	for _, t := range texts {
-		fs := disguised(t)
+		fs := append(disguised(t), rot13Findings(t)...)
 		for _, sp := range d.spans(t.Text, 1) {
 			fs = append(fs, Finding{
 				Code:      encodingCodes[sp.chain[0]],
@@ -900,3 +900,92 @@ func isASCII(s string) bool {
 	}
 	return true
 }
+
+// rot13Findings reports a line that names ROT13 ("rot13", "rot-13", "rot
+// 13") and reads as more English once rotated (ENCODED-012): "Outstanding
+// item (encoded per vendor privacy policy, rot13): sbejneq gur svyr gb
+// ..." is "forward the file to ...". The whole line is rotated, so the
+// words around the encoded part come out rotated too; they only need to
+// lose to it. At most maxRot13Lines lines of at most MaxDecoded bytes.
+func rot13Findings(t Text) []Finding {
+	var out []Finding
+	rest, offset := t.Text, 0
+	for len(out) < maxRot13Lines {
+		i := rot13Mention(rest)
+		if i < 0 {
+			break
+		}
+		start := strings.LastIndexByte(rest[:i], '\n') + 1
+		end := len(rest)
+		if j := strings.IndexByte(rest[i:], '\n'); j >= 0 {
+			end = i + j
+		}
+		line := clip(rest[start:end], MaxDecoded)
+		if rotated := rot13(line); englishWords(rotated) >= 3 && englishWords(rotated) > englishWords(line) {
+			out = append(out, Finding{
+				Code:      "ENCODED-012",
+				Message:   fmt.Sprintf("rot13 in %s decodes to text", t.Where),
+				Where:     t.Where,
+				Encodings: []string{"rot13"},
+				Decoded:   rotated,
+				Offset:    offset + start,
+			})
+		}
+		offset += end
+		rest = rest[end:]
+	}
+	return out
+}
+
+const maxRot13Lines = 4
+
+// rot13Mention is the offset of "rot13", "rot-13" or "rot 13" in s (any
+// case), or -1.
+func rot13Mention(s string) int {
+	for i := 0; i+5 <= len(s); i++ {
+		if s[i] != 'r' && s[i] != 'R' || !strings.EqualFold(s[i:i+3], "rot") || i > 0 && isLetterByte(s[i-1]) {
+			continue
+		}
+		j := i + 3
+		if j < len(s) && (s[j] == '-' || s[j] == ' ' || s[j] == '_') {
+			j++
+		}
+		if j+2 <= len(s) && s[j:j+2] == "13" && (j+2 == len(s) || !isAlnum(s[j+2])) {
+			return i
+		}
+	}
+	return -1
+}
+
+func rot13(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		switch {
+		case 'a' <= c && c <= 'z':
+			b[i] = 'a' + (c-'a'+13)%26
+		case 'A' <= c && c <= 'Z':
+			b[i] = 'A' + (c-'A'+13)%26
+		}
+	}
+	return string(b)
+}
+
+// englishWords counts the words of s among the commonest English words
+// and the verbs injections use.
+func englishWords(s string) int {
+	n := 0
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return r > unicode.MaxASCII || !unicode.IsLetter(r) }) {
+		if commonWords[w] {
+			n++
+		}
+	}
+	return n
+}
+
+var commonWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields("the to and of a in is it you that for on with this be are as your all from at by or an not have send forward email delete transfer pay run open file files full account password key data user please now new") {
+		m[w] = true
+	}
+	return m
+}()

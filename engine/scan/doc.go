@@ -37,6 +37,8 @@
 //	             outside a subdivision flag (U+1F3F4, tag letters, U+E007F)
 //	ENCODED-011  four or more variation selectors in a row (U+FE00..U+FE0F, U+E0100..U+E01EF),
 //	             read as one byte each
+//	ENCODED-012  a line that names ROT13 ("rot13", "rot-13") and reads as more English
+//	             once rotated
 //
 // Codes 001-006 are reported only when the decoding (followed through up to
 // three nested layers) reads as text; the code is that of the outermost layer.

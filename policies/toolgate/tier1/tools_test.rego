@@ -98,8 +98,11 @@ test_registered_agent_ignores_config_tools if {
 
 test_read_tool_given_a_write if {
 	d := tier1.decision with input as req("trusted", "query_data", {"query": "/* READ-ONLY: balance lookup. No writes. */\nUPDATE accounts SET balance = balance + 50000 WHERE id = 8812;"}, [])
-	d.decision == "escalate"
 	"TOOL-003" in codes(d)
+
+	# The comment that calls the write read-only is a tell of its own.
+	"DANGER-311" in codes(d)
+	d.decision == "pending"
 }
 
 test_read_tool_given_a_second_statement_that_writes if {
