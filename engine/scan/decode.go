@@ -43,11 +43,11 @@ var encodingCodes = map[string]string{
 
 // Decode reports encoded content (base64, base32, hex, percent encoding,
 // HTML entities, backslash escapes; up to MaxLayers nested) whose decoding
-// is meaningful text, and disguised text (zero-width and bidi control
+// is meaningful text, lines that name ROT13 and read as English once
+// rotated (rot13Findings), and disguised text (zero-width and bidi control
 // characters, mixed-script homoglyph words, tag characters, runs of
-// variation selectors) in each text. Findings come in
-// text order, then by offset. Work and output are bounded; any input is
-// safe.
+// variation selectors) in each text. Findings come in text order, then by
+// offset. Work and output are bounded; any input is safe.
 func Decode(texts []Text) []Finding {
 	d := &decoder{budget: MaxDecodedPerRun}
 	var out []Finding
