@@ -921,7 +921,8 @@ func rot13Findings(t Text) []Finding {
 			end = i + j
 		}
 		line := clip(rest[start:end], MaxDecoded)
-		if rotated := rot13(line); englishWords(rotated) >= 3 && englishWords(rotated) > englishWords(line) {
+		rotated := ROT13(line)
+		if n := englishWords(rotated); n >= 3 && n > englishWords(line) {
 			out = append(out, Finding{
 				Code:      "ENCODED-012",
 				Message:   fmt.Sprintf("rot13 in %s decodes to text", t.Where),
@@ -957,7 +958,8 @@ func rot13Mention(s string) int {
 	return -1
 }
 
-func rot13(s string) string {
+// ROT13 rotates each ASCII letter of s by 13 places; other bytes stay.
+func ROT13(s string) string {
 	b := []byte(s)
 	for i, c := range b {
 		switch {

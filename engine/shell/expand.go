@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/engine/scan"
 )
 
 // Spellings that build a command out of parts the line itself defines,
@@ -416,7 +418,7 @@ func applyFilters(text, filters string) (string, bool) {
 			if !strings.Contains(f, "n-za-m") {
 				return "", false // a tr that is not ROT13
 			}
-			text = rot13(text)
+			text = scan.ROT13(text)
 		case strings.HasPrefix(f, "base64"):
 			b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text))
 			if err != nil {
@@ -439,19 +441,6 @@ func applyFilters(text, filters string) (string, bool) {
 		}
 	}
 	return text, true
-}
-
-func rot13(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		switch {
-		case 'a' <= c && c <= 'z':
-			b[i] = 'a' + (c-'a'+13)%26
-		case 'A' <= c && c <= 'Z':
-			b[i] = 'A' + (c-'A'+13)%26
-		}
-	}
-	return string(b)
 }
 
 // unquote removes one pair of matching outer quotes.
