@@ -13,7 +13,7 @@
 # files"), text addressed to the assistant, "use the X tool", a request to
 # send something to an address.
 #
-# Concealment (patterns of class "concealment", PATTERN-070 and 072): the person
+# Concealment (patterns of class "concealment", PATTERN-070, 072 and 074): the person
 # asks that the call be kept from the people it concerns, from security,
 # audit or the record ("don't tell her", "no ticket needed", "nobody audits
 # these lookups", "off the books"). Legitimate work is not hidden from its
@@ -21,6 +21,13 @@
 # to look at. These patterns target the scope "person": they are read in
 # the person's own words only, never in tool output or arguments, where a
 # surprise party's "don't tell her!" is ordinary mail.
+#
+# Misuse (patterns of class "misuse", PATTERN-073): the person says what
+# the call is for, and the purpose is the harm: leaving for a competitor
+# and taking the clients along, learning when someone is home, making
+# figures look normal for an audit, acting because legal or risk is slow
+# or away. A call above low risk escalates (DIRECT-003); the patterns,
+# like the concealment ones, are read in the person's own words only.
 package toolgate.tier1
 
 import rego.v1
@@ -28,6 +35,7 @@ import rego.v1
 reasons contains {"code": "DIRECT-001", "rule": "direct_injection", "message": sprintf("the person's own message carries jailbreak language (%s): %q is not taken on trust", [m.message, input.action.type]), "where": m.where, "decision": "escalate"} if {
 	some m in facts.direct_hits
 	not concealment(m)
+	not misuse(m)
 	risk != "low"
 }
 
@@ -37,4 +45,12 @@ reasons contains {"code": "DIRECT-002", "rule": "concealment_asked", "message": 
 	risk != "low"
 }
 
+reasons contains {"code": "DIRECT-003", "rule": "misuse_stated", "message": sprintf("the person states a purpose for %q that makes it misuse (%s)", [input.action.type, m.excerpt]), "where": m.where, "decision": "escalate"} if {
+	some m in facts.direct_hits
+	misuse(m)
+	risk != "low"
+}
+
 concealment(m) if object.get(m, "class", "") == "concealment"
+
+misuse(m) if object.get(m, "class", "") == "misuse"
