@@ -13,7 +13,7 @@
 # files"), text addressed to the assistant, "use the X tool", a request to
 # send something to an address.
 #
-# Concealment (patterns of class "concealment", PATTERN-070, 072, 074, 075): the person
+# Concealment (patterns of class "concealment", PATTERN-070, 072, 074-076): the person
 # asks that the call be kept from the people it concerns, from security,
 # audit or the record ("don't tell her", "no ticket needed", "nobody audits
 # these lookups", "off the books"). Legitimate work is not hidden from its
