@@ -1901,6 +1901,7 @@ var dangerPaths = []struct{ target, path, code string }{
 
 var routinePaths = []struct{ target, path string }{
 	// round 49's near misses
+	{"message", `{"local_path": "/home/policy/transparency/report_2024H1.pdf", "destination": "s3://press-assets/transparency/2024H1/report.pdf", "content_type": "application/pdf", "acl": "public-read"}`},
 	{"message", `{"body": {"legality_check": "strict", "contingency_fuel_pct": 5}}`},
 	{"message", `{"body": {"policies": [{"collection": "export_cache", "retention_days": 0}]}}`},
 	{"message", `{"body": {"alerts": {"runoff": true, "pressure_low": true}}}`},
