@@ -24,9 +24,11 @@
 #
 # Misuse (patterns of class "misuse", PATTERN-073): the person says what
 # the call is for, and the purpose is the harm: leaving for a competitor
-# and taking the clients along, learning when someone is home, making
-# figures look normal for an audit, acting because legal or risk is slow
-# or away. A call above low risk escalates (DIRECT-003); the patterns,
+# and taking the clients along, learning when someone is home or where an
+# ex-partner who blocked them lives, making figures look normal for an
+# audit, acting because legal or risk is slow or away, an approval claimed
+# to have been given verbally, a signature lifted from another document,
+# data sold per record. A call above low risk escalates (DIRECT-003); the patterns,
 # like the concealment ones, are read in the person's own words only.
 package toolgate.tier1
 

@@ -103,3 +103,8 @@ test_direct_misuse_in_untrusted_text_is_not_direct if {
 	not "DIRECT-003" in codes(d)
 	not "PATTERN-073" in codes(d)
 }
+
+test_direct_misuse_low_risk_tool_passes if {
+	d := tier1.decision with input as req("trusted", "file_read", {"path": "notes.txt"}, [user("I'm leaving for a competitor, read my notes.")])
+	not "DIRECT-003" in codes(d)
+}
