@@ -58,6 +58,7 @@ type compiledRule struct {
 	re        *regexp.Regexp
 	except    *regexp.Regexp // nil without Rule.Except
 	multiline bool           // (?s) or a literal newline: windows span lines
+	anchors   uint8          // the assertions the pattern holds (anchorBegin...)
 	width     int            // most runes a match spans; -1 when unbounded
 	sets      [][]string     // every match holds a literal of each set; windows come from sets[0]
 	literals  []string       // sets[0]
@@ -180,7 +181,7 @@ func compileRule(r Rule) (compiledRule, error) {
 	if err != nil {
 		return compiledRule{}, fmt.Errorf("invalid pattern: %w", err)
 	}
-	cr := compiledRule{Rule: r, re: re, multiline: spansLines(tree), width: maxWidth(tree), sets: requiredSets(tree)}
+	cr := compiledRule{Rule: r, re: re, multiline: spansLines(tree), anchors: anchorsOf(tree), width: maxWidth(tree), sets: requiredSets(tree)}
 	if len(cr.sets) > 0 {
 		cr.literals = cr.sets[0]
 	}
@@ -335,35 +336,82 @@ func (rs *RuleSet) match(texts []Text, examined map[string]int) []Match {
 // hit's line. The start of a hit is estimated from the literal's length;
 // white space collapsed by the scanner makes the true start earlier, which
 // the width bound still covers (the end is exact).
+//
+// The regexp sees a window's ends as the ends of its text, so a window is
+// not cut where that would change an assertion's answer: a pattern with ^
+// or \A is not cut short of its line's start (nor one with $ or \z short of
+// the end), and one with \b or \B is not cut inside a word.
 func (rs *RuleSet) window(ri int, lower string, start, end int) window {
 	r := &rs.rules[ri]
-	lo, hi := max(0, start-lineWindow), min(len(lower), end+lineWindow)
+	floor, ceil := max(0, start-lineWindow), min(len(lower), end+lineWindow)
 	if r.multiline {
-		lo, hi = max(0, start-multiWindow), min(len(lower), end+multiWindow)
+		floor, ceil = max(0, start-multiWindow), min(len(lower), end+multiWindow)
 	}
-	if r.width >= 0 {
+	lo, hi := floor, ceil
+	if r.width >= 0 && r.anchors&anchorBegin == 0 {
 		lo = max(lo, backRunes(lower, end, r.width))
+	}
+	if r.width >= 0 && r.anchors&anchorEnd == 0 {
 		hi = min(hi, forwardRunes(lower, start, r.width))
 	}
 	if r.multiline {
-		if lo > 0 && r.width < 0 {
+		if lo > 0 && lo == floor && lower[lo-1] != '\n' && (r.width < 0 || r.anchors&anchorBegin != 0) {
 			if nl := strings.IndexByte(lower[lo:start], '\n'); nl >= 0 {
 				lo += nl + 1
 			}
 		}
-		return window{runeStart(lower, lo), runeEnd(lower, hi)}
-	}
-	if lo < start {
-		if nl := strings.LastIndexByte(lower[lo:start], '\n'); nl >= 0 {
-			lo += nl + 1
+	} else {
+		if lo < start {
+			if nl := strings.LastIndexByte(lower[lo:start], '\n'); nl >= 0 {
+				lo += nl + 1
+			}
+		}
+		if end < hi {
+			if nl := strings.IndexByte(lower[end:hi], '\n'); nl >= 0 {
+				hi = end + nl
+			}
 		}
 	}
-	if end < hi {
-		if nl := strings.IndexByte(lower[end:hi], '\n'); nl >= 0 {
-			hi = end + nl
+	lo, hi = runeStart(lower, lo), runeEnd(lower, hi)
+	if r.anchors&anchorWord != 0 {
+		for lo > floor && isWordChar(lower[lo-1]) {
+			lo--
+		}
+		for hi < ceil && isWordChar(lower[hi]) {
+			hi++
 		}
 	}
-	return window{runeStart(lower, lo), runeEnd(lower, hi)}
+	return window{lo, hi}
+}
+
+// isWordChar reports whether c is a word character to \b: ASCII letters,
+// digits and underscore.
+func isWordChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
+}
+
+// The assertions a pattern holds (compiledRule.anchors).
+const (
+	anchorBegin = 1 << iota // ^ or \A
+	anchorEnd               // $ or \z
+	anchorWord              // \b or \B
+)
+
+// anchorsOf returns the assertions re holds.
+func anchorsOf(re *syntax.Regexp) uint8 {
+	var a uint8
+	switch re.Op {
+	case syntax.OpBeginLine, syntax.OpBeginText:
+		a = anchorBegin
+	case syntax.OpEndLine, syntax.OpEndText:
+		a = anchorEnd
+	case syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		a = anchorWord
+	}
+	for _, sub := range re.Sub {
+		a |= anchorsOf(sub)
+	}
+	return a
 }
 
 // backRunes returns the offset n runes before i (at most 4n bytes).

