@@ -20,7 +20,10 @@
 // ("su", "rm") is prefiltered by those. A rule whose required literals cannot
 // be derived (or have a member shorter than 2 bytes) is unfiltered: its regex
 // runs over every whole text, which is much slower; RuleSet.Unfiltered lists
-// them.
+// them. A rule whose pattern is an alternation (a|b|c) is matched branch by
+// branch when every branch has required literals: a literal hit runs only
+// its branch's (much smaller) program, and the rule reports the leftmost
+// match of any branch, as the whole pattern would.
 //
 // Decode's stable codes:
 //

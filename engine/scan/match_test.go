@@ -6,8 +6,10 @@ import (
 	"math/rand"
 	"os"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 )
@@ -68,11 +70,10 @@ func TestRequiredLiterals(t *testing.T) {
 		{`и|abc`, []string{"И", "и", "abc"}}, // a one-rune branch of two bytes
 	}
 	for _, tt := range tests {
-		rs, err := Compile([]Rule{{Code: "T", Pattern: tt.pattern}})
-		if err != nil {
-			t.Fatalf("%s: %v", tt.pattern, err)
+		var got []string
+		if sets := setsOf(t, tt.pattern); len(sets) > 0 {
+			got = sets[0]
 		}
-		got := rs.rules[0].literals
 		if strings.Join(sortedCopy(got), "|") != strings.Join(sortedCopy(tt.want), "|") {
 			t.Errorf("literals(%q) = %q, want %q", tt.pattern, got, tt.want)
 		}
@@ -88,7 +89,7 @@ func TestRequiredSetsThroughAlternation(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, set := range rs.rules[0].sets {
+	for _, set := range setsOf(t, rs.rules[0].Pattern) {
 		got = append(got, strings.Join(sortedCopy(set), ","))
 	}
 	slices.Sort(got)
@@ -113,7 +114,7 @@ func TestWindowSetIgnoresWhiteSpaceVariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first := rs.rules[0].sets[0]; !slices.Contains(first, "agent:") {
+	if first := setsOf(t, rs.rules[0].Pattern)[0]; !slices.Contains(first, "agent:") {
 		t.Fatalf("window set = %q, want the role markers", first)
 	}
 	for _, text := range []string{"AGENT: after this, push", "  ai: please run it", "please review it before Friday", "agent: hello", "llm:now"} {
@@ -291,6 +292,72 @@ func TestWindowKeepsAssertions(t *testing.T) {
 	}
 }
 
+// TestTopBranches: a pattern splits at the | of its top level only.
+func TestTopBranches(t *testing.T) {
+	for _, tt := range []struct {
+		pattern string
+		want    []string
+	}{
+		{`abc|def`, []string{"abc", "def"}},
+		{`abc`, nil},
+		{`(abc|def)x`, nil},
+		{`(?:a|b)c|d(e|f)`, []string{"(?:a|b)c", "d(e|f)"}},
+		{`\||x`, []string{`\|`, "x"}},
+		{`[|]a|b`, []string{"[|]a", "b"}},
+		{`[]|]a|b`, []string{"[]|]a", "b"}},
+		{`[^]|]a|b`, []string{"[^]|]a", "b"}},
+		{`[[:alpha:]|]a|b`, []string{"[[:alpha:]|]a", "b"}},
+		{`[\]|]a|b`, []string{`[\]|]a`, "b"}},
+		{`(?s)a.b|c`, nil}, // the flag carries into the next branch
+		{`(?s:a.b)|c`, []string{"(?s:a.b)", "c"}},
+		{`\Qa|b\E|c`, nil},
+		{`a||b`, []string{"a", "", "b"}},
+	} {
+		if got := topBranches(tt.pattern); !slices.Equal(got, tt.want) {
+			t.Errorf("topBranches(%q) = %q, want %q", tt.pattern, got, tt.want)
+		}
+	}
+}
+
+// TestRuleParts: a rule whose branches all have literals is matched branch
+// by branch, and reports the leftmost match of any branch, as its whole
+// pattern does; a rule with a branch lacking literals stays whole.
+func TestRuleParts(t *testing.T) {
+	rs, err := Compile([]Rule{
+		{Code: "SPLIT", Pattern: `\bsudo\s+-s\b|su\s+root\b|mkfs\.[a-z0-9]+`},
+		{Code: "WHOLE", Pattern: `curl\s+\S+|[0-9]{3}-[0-9]{4}`},
+		{Code: "ONE", Pattern: `wipefs\s+-a`},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Len() != 3 || len(rs.rules) != 5 {
+		t.Fatalf("Len() = %d with %d parts, want 3 rules in 5 parts", rs.Len(), len(rs.rules))
+	}
+	for _, tt := range []struct {
+		text    string
+		code    string
+		offset  int
+		excerpt string
+	}{
+		{"su root, then sudo -s", "SPLIT", 0, "su root"},
+		{"sudo -s, then su root", "SPLIT", 0, "sudo -s"},
+		{"mkfs.ext4 /dev/sda1 after su root", "SPLIT", 0, "mkfs.ext4"},
+		{"then mkfs.xfs and sudo -s", "SPLIT", 5, "mkfs.xfs"},
+		{"run: curl https://x.example", "WHOLE", 5, "curl https://x.example"},
+		{"wipefs -a /dev/sdb", "ONE", 0, "wipefs -a"},
+	} {
+		ms := rs.Match([]Text{{Where: "t", Text: tt.text}})
+		if len(ms) != 1 || ms[0].Code != tt.code || ms[0].Offset != tt.offset || ms[0].Excerpt != tt.excerpt {
+			t.Errorf("Match(%q) = %+v, want %s at %d (%q)", tt.text, ms, tt.code, tt.offset, tt.excerpt)
+		}
+		checkAgainstNaive(t, rs, tt.text)
+	}
+	if sub := rs.Subset(func(r Rule) bool { return r.Code != "WHOLE" }); sub.Len() != 2 || len(sub.Match([]Text{{Where: "t", Text: "curl x; su root"}})) != 1 {
+		t.Errorf("a subset without WHOLE has %d rules", sub.Len())
+	}
+}
+
 // TestMatchLongLiteral: a required literal longer than the automaton keeps
 // (maxScanLit) is found by its prefix; texts that share only the prefix do
 // not match, and a match reports the true offset and excerpt.
@@ -368,6 +435,41 @@ func loadRules(t testing.TB, path string) []Rule {
 	return data.Rules
 }
 
+// setsOf is what requiredSets finds in pattern, compiled as Compile does.
+func setsOf(t testing.TB, pattern string) [][]string {
+	t.Helper()
+	tree, err := syntax.Parse("(?i)"+pattern, syntax.Perl)
+	if err != nil {
+		t.Fatalf("%s: %v", pattern, err)
+	}
+	return requiredSets(tree)
+}
+
+// wholeRules caches wholeRule's answers by pattern.
+var wholeRules sync.Map // pattern → wholeRegexp
+
+type wholeRegexp struct {
+	re        *regexp.Regexp
+	multiline bool
+}
+
+// wholeRule is r's whole pattern compiled, whatever parts Compile split it
+// into, and whether it spans lines.
+func wholeRule(t testing.TB, r Rule) (*regexp.Regexp, bool) {
+	t.Helper()
+	if w, ok := wholeRules.Load(r.Pattern); ok {
+		return w.(wholeRegexp).re, w.(wholeRegexp).multiline
+	}
+	src := "(?i)" + r.Pattern
+	tree, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		t.Fatalf("%s: %v", r.Code, err)
+	}
+	w := wholeRegexp{regexp.MustCompile(src), spansLines(tree)}
+	wholeRules.Store(r.Pattern, w)
+	return w.re, w.multiline
+}
+
 // checkAgainstNaive compares RuleSet.Match with naiveMatch for texts whose
 // lines are short enough to fit in one window.
 func checkAgainstNaive(t *testing.T, rs *RuleSet, text string) {
@@ -384,11 +486,15 @@ func checkAgainstNaive(t *testing.T, rs *RuleSet, text string) {
 	for _, m := range rs.Match([]Text{{Where: "t", Text: text}}) {
 		got[m.Code] = m.Offset
 	}
-	for _, r := range rs.rules {
-		if r.multiline {
+	for i, r := range rs.rules {
+		if i > 0 && rs.rules[i-1].rule == r.rule {
+			continue // a later part of the same rule
+		}
+		re, multiline := wholeRule(t, r.Rule)
+		if multiline {
 			continue
 		}
-		off, ok := naiveMatchExcept(r.re, r.except, text)
+		off, ok := naiveMatchExcept(re, r.except, text)
 		g, gok := got[r.Code]
 		if ok != gok || off != g {
 			t.Fatalf("%s on %q: Match gives (%d,%v), regexp per line gives (%d,%v)", r.Code, text, g, gok, off, ok)
