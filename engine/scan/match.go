@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -82,16 +83,35 @@ type compiledRule struct {
 	literals  []string       // sets[0]
 }
 
+// compileWorkers is how many goroutines Compile compiles rules on.
+const compileWorkers = 4
+
 // Compile validates and compiles rules. Each pattern must be valid RE2 of at
 // most MaxPatternLen bytes that cannot match the empty string; codes must be
 // non-empty and unique. Errors name the rule's code.
 func Compile(rules []Rule) (*RuleSet, error) {
+	type result struct {
+		parts []compiledRule
+		err   error
+	}
+	// Rules compile independently, so on several goroutines: the default
+	// policy's take half a second on one core, and the first decision waits.
+	results := make([]result, len(rules))
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range min(compileWorkers, len(rules)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(rules); i = int(next.Add(1) - 1) {
+				results[i].parts, results[i].err = compileRule(rules[i], i)
+			}
+		})
+	}
+	wg.Wait()
 	seen := make(map[string]bool, len(rules))
 	compiled := make([]compiledRule, 0, len(rules))
 	var errs []error
 	for i, r := range rules {
-		parts, err := compileRule(r, i)
-		switch {
+		switch err := results[i].err; {
 		case strings.TrimSpace(r.Code) == "":
 			errs = append(errs, fmt.Errorf("rule %d: empty code", i))
 			continue
@@ -103,7 +123,7 @@ func Compile(rules []Rule) (*RuleSet, error) {
 			continue
 		}
 		seen[r.Code] = true
-		compiled = append(compiled, parts...)
+		compiled = append(compiled, results[i].parts...)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -232,13 +252,6 @@ func compileRule(r Rule, i int) ([]compiledRule, error) {
 		return nil, fmt.Errorf("pattern is %d bytes, over the %d-byte limit", len(r.Pattern), MaxPatternLen)
 	}
 	src := "(?i)" + r.Pattern
-	re, err := regexp.Compile(src)
-	if err != nil {
-		return nil, fmt.Errorf("invalid pattern: %w", err)
-	}
-	if re.MatchString("") {
-		return nil, errors.New("pattern matches the empty string")
-	}
 	tree, err := syntax.Parse(src, syntax.Perl)
 	if err != nil {
 		return nil, fmt.Errorf("invalid pattern: %w", err)
@@ -252,33 +265,52 @@ func compileRule(r Rule, i int) ([]compiledRule, error) {
 			return nil, fmt.Errorf("invalid except: %w", err)
 		}
 	}
-	whole := newPart(r, i, re, tree, except)
-	branches := topBranches(r.Pattern)
-	if len(branches) < 2 || len(whole.sets) == 0 {
-		return []compiledRule{whole}, nil
+	parts := splitRule(r, i, except)
+	if parts == nil {
+		re, err := regexp.Compile(src)
+		if err != nil {
+			return nil, fmt.Errorf("invalid pattern: %w", err)
+		}
+		parts = []compiledRule{newPart(r, i, re, tree, requiredSets(tree), except)}
 	}
-	parts := make([]compiledRule, 0, len(branches))
-	for _, b := range branches {
-		src := "(?i)" + b
-		bre, err := regexp.Compile(src)
-		if err != nil {
-			return []compiledRule{whole}, nil
+	for _, p := range parts {
+		if p.re.MatchString("") {
+			return nil, errors.New("pattern matches the empty string")
 		}
-		sub, err := syntax.Parse(src, syntax.Perl)
-		if err != nil {
-			return []compiledRule{whole}, nil
-		}
-		p := newPart(r, i, bre, sub, except)
-		if len(p.sets) == 0 {
-			return []compiledRule{whole}, nil // a branch every text would run
-		}
-		parts = append(parts, p)
 	}
 	return parts, nil
 }
 
-func newPart(r Rule, i int, re *regexp.Regexp, tree *syntax.Regexp, except *regexp.Regexp) compiledRule {
-	cr := compiledRule{Rule: r, rule: i, re: re, except: except, multiline: spansLines(tree), anchors: anchorsOf(tree), width: maxWidth(tree), sets: requiredSets(tree)}
+// splitRule returns the parts of a rule whose pattern is an alternation of
+// branches that all have required literals, or nil.
+func splitRule(r Rule, i int, except *regexp.Regexp) []compiledRule {
+	branches := topBranches(r.Pattern)
+	if len(branches) < 2 {
+		return nil
+	}
+	parts := make([]compiledRule, 0, len(branches))
+	for _, b := range branches {
+		src := "(?i)" + b
+		tree, err := syntax.Parse(src, syntax.Perl)
+		if err != nil {
+			return nil
+		}
+		sets := requiredSets(tree)
+		if len(sets) == 0 {
+			return nil // a branch every text would run: keep the rule whole
+		}
+		re, err := regexp.Compile(src)
+		if err != nil {
+			return nil
+		}
+		parts = append(parts, newPart(r, i, re, tree, sets, except))
+	}
+	return parts
+}
+
+// newPart is the part of the i-th rule r whose pattern re parses to tree.
+func newPart(r Rule, i int, re *regexp.Regexp, tree *syntax.Regexp, sets [][]string, except *regexp.Regexp) compiledRule {
+	cr := compiledRule{Rule: r, rule: i, re: re, except: except, multiline: spansLines(tree), anchors: anchorsOf(tree), width: maxWidth(tree), sets: sets}
 	if len(cr.sets) > 0 {
 		cr.literals = cr.sets[0]
 	}
