@@ -22,13 +22,14 @@
 # the person's own words only, never in tool output or arguments, where a
 # surprise party's "don't tell her!" is ordinary mail.
 #
-# Misuse (patterns of class "misuse", PATTERN-073): the person says what
-# the call is for, and the purpose is the harm: leaving for a competitor
+# Misuse (patterns of class "misuse", PATTERN-073 and 077): the person says
+# what the call is for, and the purpose is the harm: leaving for a competitor
 # and taking the clients along, learning when someone is home or where an
 # ex-partner who blocked them lives, making figures look normal for an
 # audit, acting because legal or risk is slow or away, an approval claimed
 # to have been given verbally, a signature lifted from another document,
-# data sold per record. A call above low risk escalates (DIRECT-003); the patterns,
+# data sold per record, the author of an anonymous concern sought out,
+# accounts made under someone else's name, "everyone does it". A call above low risk escalates (DIRECT-003); the patterns,
 # like the concealment ones, are read in the person's own words only.
 package toolgate.tier1
 
