@@ -80,7 +80,6 @@ type compiledRule struct {
 	anchors   uint8          // the assertions the pattern holds (anchorBegin...)
 	width     int            // most runes a match spans; -1 when unbounded
 	sets      [][]string     // every match holds a literal of each set; windows come from sets[0]
-	literals  []string       // sets[0]
 }
 
 // compileWorkers is how many goroutines Compile compiles rules on.
@@ -310,11 +309,7 @@ func splitRule(r Rule, i int, except *regexp.Regexp) []compiledRule {
 
 // newPart is the part of the i-th rule r whose pattern re parses to tree.
 func newPart(r Rule, i int, re *regexp.Regexp, tree *syntax.Regexp, sets [][]string, except *regexp.Regexp) compiledRule {
-	cr := compiledRule{Rule: r, rule: i, re: re, except: except, multiline: spansLines(tree), anchors: anchorsOf(tree), width: maxWidth(tree), sets: sets}
-	if len(cr.sets) > 0 {
-		cr.literals = cr.sets[0]
-	}
-	return cr
+	return compiledRule{Rule: r, rule: i, re: re, except: except, multiline: spansLines(tree), anchors: anchorsOf(tree), width: maxWidth(tree), sets: sets}
 }
 
 // spansLines reports whether re is matched across lines: it has a dot in
@@ -557,7 +552,7 @@ func (rs *RuleSet) window(ri int, lower string, start, end int) window {
 // isWordChar reports whether c is a word character to \b: ASCII letters,
 // digits and underscore.
 func isWordChar(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
+	return isAlnum(c) || c == '_'
 }
 
 // The assertions a pattern holds (compiledRule.anchors).

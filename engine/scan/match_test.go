@@ -70,10 +70,7 @@ func TestRequiredLiterals(t *testing.T) {
 		{`и|abc`, []string{"И", "и", "abc"}}, // a one-rune branch of two bytes
 	}
 	for _, tt := range tests {
-		var got []string
-		if sets := setsOf(t, tt.pattern); len(sets) > 0 {
-			got = sets[0]
-		}
+		got := requiredLiterals(parsePattern(t, tt.pattern))
 		if strings.Join(sortedCopy(got), "|") != strings.Join(sortedCopy(tt.want), "|") {
 			t.Errorf("literals(%q) = %q, want %q", tt.pattern, got, tt.want)
 		}
@@ -138,8 +135,8 @@ func TestMatchNonASCIIFolding(t *testing.T) {
 		t.Fatalf("Unfiltered() = %v, want none", u)
 	}
 	for _, r := range rs.rules {
-		if len(r.literals) > maxFoldSet*2 {
-			t.Errorf("%s: %d literals %q", r.Code, len(r.literals), r.literals)
+		if lits := r.sets[0]; len(lits) > maxFoldSet*2 {
+			t.Errorf("%s: %d literals %q", r.Code, len(lits), lits)
 		}
 	}
 	for _, tt := range []struct{ text, code string }{
@@ -366,7 +363,7 @@ func TestMatchLongLiteral(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lits := rs.rules[0].literals; len(lits[0]) <= maxScanLit {
+	if lits := rs.rules[0].sets[0]; len(lits[0]) <= maxScanLit {
 		t.Fatalf("literals %q: the test needs one longer than %d bytes", lits, maxScanLit)
 	}
 	miss := "Internationalization is optional here. " + strings.Repeat("internationalizat ", 50)
@@ -435,14 +432,20 @@ func loadRules(t testing.TB, path string) []Rule {
 	return data.Rules
 }
 
-// setsOf is what requiredSets finds in pattern, compiled as Compile does.
-func setsOf(t testing.TB, pattern string) [][]string {
+// parsePattern parses pattern as Compile does.
+func parsePattern(t testing.TB, pattern string) *syntax.Regexp {
 	t.Helper()
 	tree, err := syntax.Parse("(?i)"+pattern, syntax.Perl)
 	if err != nil {
 		t.Fatalf("%s: %v", pattern, err)
 	}
-	return requiredSets(tree)
+	return tree
+}
+
+// setsOf is what requiredSets finds in pattern, parsed as Compile does.
+func setsOf(t testing.TB, pattern string) [][]string {
+	t.Helper()
+	return requiredSets(parsePattern(t, pattern))
 }
 
 // wholeRules caches wholeRule's answers by pattern.
@@ -460,12 +463,7 @@ func wholeRule(t testing.TB, r Rule) (*regexp.Regexp, bool) {
 	if w, ok := wholeRules.Load(r.Pattern); ok {
 		return w.(wholeRegexp).re, w.(wholeRegexp).multiline
 	}
-	src := "(?i)" + r.Pattern
-	tree, err := syntax.Parse(src, syntax.Perl)
-	if err != nil {
-		t.Fatalf("%s: %v", r.Code, err)
-	}
-	w := wholeRegexp{regexp.MustCompile(src), spansLines(tree)}
+	w := wholeRegexp{regexp.MustCompile("(?i)" + r.Pattern), spansLines(parsePattern(t, r.Pattern))}
 	wholeRules.Store(r.Pattern, w)
 	return w.re, w.multiline
 }
