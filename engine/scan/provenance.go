@@ -130,7 +130,7 @@ func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
 		if (c.kind == "url" || c.kind == "domain" || c.kind == "email") && machineNamed(c.key, view.lowerTrusted()) {
 			continue
 		}
-		if c.kind == "email" && (ownerNamed(c.key, view) || displayNamed(c.key, view) || repliesToSender(c.key, trusted, untrusted)) {
+		if c.kind == "email" && (ownerNamed(c.key, view) || displayNamed(c.key, view) || repliesToSender(c.key, view)) {
 			// The person named the owner or asked for a reply: the
 			// address is given, unless its domain is a look-alike of
 			// another in view (brightline-analytlcs.com beside
@@ -158,6 +158,10 @@ type inView struct {
 	regs      []string // the addresses' registrable domains, each once
 	lower     []string // the trusted texts lower-cased (lowerTrusted)
 	folded    []string // the trusted texts with accents folded (foldedTrusted)
+
+	replyRead        bool
+	asks, asksAll    bool     // the person asks for a reply, to all (replyAsked)
+	lowerUntrustedTs []string // the untrusted texts lower-cased (lowerUntrusted)
 }
 
 type viewAddress struct {
@@ -204,6 +208,30 @@ func (v *inView) lowerTrusted() []string {
 		}
 	}
 	return v.lower
+}
+
+// replyAsked reports whether the trusted text asks for a reply, and
+// whether for a reply to all (repliesToSender).
+func (v *inView) replyAsked() (asks, asksAll bool) {
+	if !v.replyRead {
+		v.replyRead = true
+		for _, t := range v.trusted {
+			v.asks = v.asks || replyRE.MatchString(t)
+			v.asksAll = v.asksAll || replyAllRE.MatchString(t)
+		}
+	}
+	return v.asks, v.asksAll
+}
+
+// lowerUntrusted returns the untrusted texts lower-cased.
+func (v *inView) lowerUntrusted() []string {
+	if v.lowerUntrustedTs == nil {
+		v.lowerUntrustedTs = make([]string, len(v.untrusted))
+		for i, u := range v.untrusted {
+			v.lowerUntrustedTs[i] = strings.ToLower(u.Text)
+		}
+	}
+	return v.lowerUntrustedTs
 }
 
 // foldedTrusted returns the trusted texts with their accents folded
@@ -650,17 +678,12 @@ func namedElsewhere(w, domain string, view *inView) bool {
 // message's text, not in its header. When the person asks to reply to all
 // ("reply all", "everyone on the thread"), the addresses on a message's
 // To: and Cc: lines count too.
-func repliesToSender(key string, trusted []string, untrusted []Text) bool {
-	asks, asksAll := false, false
-	for _, t := range trusted {
-		asks = asks || replyRE.MatchString(t)
-		asksAll = asksAll || replyAllRE.MatchString(t)
-	}
+func repliesToSender(key string, view *inView) bool {
+	asks, asksAll := view.replyAsked()
 	if !asks && !asksAll {
 		return false
 	}
-	for _, u := range untrusted {
-		lower := strings.ToLower(u.Text)
+	for _, lower := range view.lowerUntrusted() {
 		for off := 0; ; {
 			i := strings.Index(lower[off:], key)
 			if i < 0 {
