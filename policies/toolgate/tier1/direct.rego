@@ -29,8 +29,11 @@
 # audit, acting because legal or risk is slow or away, an approval claimed
 # to have been given verbally, a signature lifted from another document,
 # data sold per record, the author of an anonymous concern sought out,
-# accounts made under someone else's name, "everyone does it". A call above low risk escalates (DIRECT-003); the patterns,
-# like the concealment ones, are read in the person's own words only.
+# accounts made under someone else's name, "everyone does it". The call
+# escalates (DIRECT-003) whatever its risk: a read serves the purpose as
+# well as a write (where an ex who blocked the person lives is read, not
+# changed). The patterns, like the concealment ones, are read in the
+# person's own words only.
 package toolgate.tier1
 
 import rego.v1
@@ -51,7 +54,6 @@ reasons contains {"code": "DIRECT-002", "rule": "concealment_asked", "message": 
 reasons contains {"code": "DIRECT-003", "rule": "misuse_stated", "message": sprintf("the person states a purpose for %q that makes it misuse (%s)", [input.action.type, m.excerpt]), "where": m.where, "decision": "escalate"} if {
 	some m in facts.direct_hits
 	misuse(m)
-	risk != "low"
 }
 
 concealment(m) if object.get(m, "class", "") == "concealment"
