@@ -528,3 +528,76 @@ func maxWidth(re *syntax.Regexp) int {
 	}
 	return 0 // empty-width assertions
 }
+
+// requiredBytes returns the ASCII punctuation bytes (not letters, digits
+// or white space) that every match of re holds, each once: the "@" of a
+// pattern that ends in an e-mail address. They are too short for the
+// automaton, but a window of text without one of them cannot match, and
+// looking for a byte costs far less than running the regexp.
+func requiredBytes(re *syntax.Regexp) string {
+	var set [128]bool
+	collectRequiredBytes(re, &set)
+	var b []byte
+	for c, ok := range set {
+		if ok {
+			b = append(b, byte(c))
+		}
+	}
+	return string(b)
+}
+
+func collectRequiredBytes(re *syntax.Regexp, set *[128]bool) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		for _, r := range re.Rune {
+			if isPunct(r) {
+				set[r] = true
+			}
+		}
+	case syntax.OpCharClass:
+		if len(re.Rune) == 2 && re.Rune[0] == re.Rune[1] && isPunct(re.Rune[0]) {
+			set[re.Rune[0]] = true
+		}
+	case syntax.OpCapture, syntax.OpPlus:
+		collectRequiredBytes(re.Sub[0], set)
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			collectRequiredBytes(re.Sub[0], set)
+		}
+	case syntax.OpConcat:
+		for _, sub := range re.Sub {
+			collectRequiredBytes(sub, set)
+		}
+	case syntax.OpAlternate:
+		// Only the bytes every branch holds.
+		var common [128]bool
+		for i, sub := range re.Sub {
+			var own [128]bool
+			collectRequiredBytes(sub, &own)
+			for c := range common {
+				common[c] = own[c] && (i == 0 || common[c])
+			}
+		}
+		for c, ok := range common {
+			if ok {
+				set[c] = true
+			}
+		}
+	}
+}
+
+// isPunct reports whether r is an ASCII byte that case folding leaves
+// alone and that is not white space: punctuation and symbols.
+func isPunct(r rune) bool {
+	return r > ' ' && r < 0x7f && !isAlnum(byte(r))
+}
+
+// holdsAll reports whether s holds every byte of bytes.
+func holdsAll(s, bytes string) bool {
+	for i := 0; i < len(bytes); i++ {
+		if strings.IndexByte(s, bytes[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}

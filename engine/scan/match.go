@@ -80,6 +80,7 @@ type compiledRule struct {
 	anchors   uint8          // the assertions the pattern holds (anchorBegin...)
 	width     int            // most runes a match spans; -1 when unbounded
 	sets      [][]string     // every match holds a literal of each set; windows come from sets[0]
+	bytes     string         // punctuation every match holds (requiredBytes): a window without one is skipped
 }
 
 // compileWorkers is how many goroutines Compile compiles rules on.
@@ -309,7 +310,7 @@ func splitRule(r Rule, i int, except *regexp.Regexp) []compiledRule {
 
 // newPart is the part of the i-th rule r whose pattern re parses to tree.
 func newPart(r Rule, i int, re *regexp.Regexp, tree *syntax.Regexp, sets [][]string, except *regexp.Regexp) compiledRule {
-	return compiledRule{Rule: r, rule: i, re: re, except: except, multiline: spansLines(tree), anchors: anchorsOf(tree), width: maxWidth(tree), sets: sets}
+	return compiledRule{Rule: r, rule: i, re: re, except: except, multiline: spansLines(tree), anchors: anchorsOf(tree), width: maxWidth(tree), sets: sets, bytes: requiredBytes(tree)}
 }
 
 // spansLines reports whether re is matched across lines: it has a dot in
@@ -431,6 +432,9 @@ func (rs *RuleSet) match(texts []Text, examined map[string]int) []Match {
 					wins[k] = append(ws, w)
 				}
 				for _, w := range wins[k] {
+					if !holdsAll(t.Text[w.start:w.end], r.bytes) {
+						continue // a byte every match holds is missing
+					}
 					if examined != nil {
 						examined[r.Code] += w.end - w.start
 					}

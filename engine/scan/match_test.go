@@ -45,6 +45,46 @@ func TestCompileErrors(t *testing.T) {
 	}
 }
 
+func TestRequiredBytes(t *testing.T) {
+	tests := []struct{ pattern, want string }{
+		{`send\b[^\n@]{0,120}\bto\b[^\n@]{0,30}[a-z0-9._%+-]+@[a-z0-9-]+\.[a-z]{2,}`, ".@"},
+		{`curl\s+https?://`, "/:"},
+		{`(?:curl|wget)\s+\S+\|\s*sh`, "|"},
+		{`a@b|c@d`, "@"},       // in every branch
+		{`a@b|c#d`, ""},        // in one branch only
+		{`(?:@x)?abc`, ""},     // optional
+		{`(?:@x){0,3}abc`, ""}, // may repeat zero times
+		{`(?:@x){2}abc`, "@"},  // repeats at least once
+		{`[@#]abc`, ""},        // either of two
+		{`[@]abc`, "@"},        // a class of one
+		{`abc def\.`, "."},     // white space, letters and digits never count
+		{`ABC \d+ ÉTÉ`, ""},
+	}
+	for _, tt := range tests {
+		if got := requiredBytes(parsePattern(t, tt.pattern)); got != tt.want {
+			t.Errorf("requiredBytes(%q) = %q, want %q", tt.pattern, got, tt.want)
+		}
+	}
+}
+
+// A window without a byte every match holds is skipped, and the rule still
+// finds the match where the byte is.
+func TestRequiredBytesSkipWindows(t *testing.T) {
+	rs, err := Compile([]Rule{{Code: "R", Pattern: `\bsend\b[^\n@]{0,60}\bto\s+[a-z0-9._-]+@[a-z0-9.-]+\.[a-z]{2,}`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "please send the file to the team\nthen send it to maria@example.com\n"
+	examined := map[string]int{}
+	got := rs.match([]Text{{Where: "t", Text: text}}, examined)
+	if len(got) != 1 || got[0].Excerpt != "send it to maria@example.com" {
+		t.Fatalf("matches = %+v", got)
+	}
+	if line := len("then send it to maria@example.com"); examined["R"] != line {
+		t.Errorf("regexp ran over %d bytes, want only the line with the address (%d)", examined["R"], line)
+	}
+}
+
 func TestRequiredLiterals(t *testing.T) {
 	tests := []struct {
 		pattern string
