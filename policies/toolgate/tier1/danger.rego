@@ -44,6 +44,37 @@ reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s",
 	not header_credential_name(m)
 	not token_to_issuer(m)
 	not set_inside(m)
+	not rotation_asked(m)
+	not value_given(m)
+}
+
+# A key rotated at the person's word: a change of keys through an HTTP API
+# (DANGER-150) whose URL rotates a key (".../api_keys/key_prod_7c21/rotate")
+# the person names, in words that ask for a rotation ("Rotate key_prod_7c21
+# now, give the old one 30 minutes"). Rotating a key someone leaked, or a
+# leaver had, is routine; a rotation only the agent's reading asks for, or
+# of another key, still asks a person.
+rotation_asked(m) if {
+	m.code == "DANGER-150"
+	id := regex.find_all_string_submatch_n(`/([a-z0-9_.:-]{4,})/(?:rotate|roll|regenerate)(?:[/?#]|$)`, lower(input.action.arguments.url), 1)[0][1]
+	some t in facts.texts.trusted
+	words := lower(t)
+	contains(words, id)
+	regex.match(`\b(?:rotat|roll|regenerat|renew|cycle|revoke|replace|reset)|rotier|rotar|ruota|roteer|obróć|rotacj`, words)
+}
+
+# A Wi-Fi passphrase the person typed is being set, not leaked: a key's
+# value (DANGER-103: "x_passphrase": "Bluebird-Harbor-2025", a PSK) that the
+# person's own words hold ("Change the guest Wi-Fi password to
+# Bluebird-Harbor-2025"). Account passwords and tokens are not waived: a
+# person who dictates the new password of someone else's account, or a card
+# token for a refund, is how an account or a refund is taken over.
+value_given(m) if {
+	m.code == "DANGER-103"
+	regex.match(`(?i)passphrase|\bpsk|pre-?shared|wpa|wi-?fi|wlan|ssid`, m.excerpt)
+	value := regex.find_all_string_submatch_n(`[:=]\s*["']?([^\s,;"'{}$<>*]{8,})["']?\s*$`, m.excerpt, 1)[0][1]
+	some t in facts.texts.trusted
+	contains(t, value)
 }
 
 # A password written to a device on the private network is being set, not
