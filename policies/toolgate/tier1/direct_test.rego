@@ -114,6 +114,9 @@ test_direct_misuse_low_risk_tool_escalates if {
 
 # Concealment asks about the call, not a purpose: a low-risk call passes.
 test_direct_concealment_low_risk_tool_passes if {
-	d := tier1.decision with input as req("trusted", "file_read", {"path": "notes.txt"}, [user("Read my notes, and don't tell her about it.")])
+	asked := user("Read my notes, and don't tell her about it.")
+	d := tier1.decision with input as req("trusted", "file_read", {"path": "notes.txt"}, [asked])
 	not "DIRECT-002" in codes(d)
+	sent := tier1.decision with input as req("trusted", "send_email", {"to": "jo@example.com", "body": "notes"}, [asked])
+	"DIRECT-002" in codes(sent)
 }
