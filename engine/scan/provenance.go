@@ -130,6 +130,9 @@ func Provenance(args []Text, trusted []string, untrusted []Text) []Origin {
 		if (c.kind == "url" || c.kind == "domain" || c.kind == "email") && machineNamed(c.key, view.lowerTrusted()) {
 			continue
 		}
+		if c.kind == "phone" && phoneNamed(c.key, view) {
+			continue
+		}
 		if c.kind == "email" && (ownerNamed(c.key, view) || displayNamed(c.key, view) || repliesToSender(c.key, view)) {
 			// The person named the owner or asked for a reply: the
 			// address is given, unless its domain is a look-alike of
@@ -162,6 +165,7 @@ type inView struct {
 	replyRead        bool
 	asks, asksAll    bool     // the person asks for a reply, to all (replyAsked)
 	lowerUntrustedTs []string // the untrusted texts lower-cased (lowerUntrusted)
+	digits           string   // the trusted texts' digits (trustedDigits)
 }
 
 type viewAddress struct {
@@ -221,6 +225,26 @@ func (v *inView) replyAsked() (asks, asksAll bool) {
 		}
 	}
 	return v.asks, v.asksAll
+}
+
+// trustedDigits returns the digits of the trusted texts, each text's run
+// joined with the others' by a space.
+func (v *inView) trustedDigits() string {
+	if v.digits == "" {
+		var b strings.Builder
+		for _, t := range v.trusted {
+			for i := 0; i < len(t); i++ {
+				if isDigitByte(t[i]) {
+					b.WriteByte(t[i])
+				} else if !compactDrop[t[i]] && t[i] != '+' {
+					b.WriteByte(' ')
+				}
+			}
+			b.WriteByte(' ')
+		}
+		v.digits = b.String()
+	}
+	return v.digits
 }
 
 // lowerUntrusted returns the untrusted texts lower-cased.
@@ -1139,3 +1163,35 @@ var ibanCountries = func() map[string]bool {
 	}
 	return m
 }()
+
+// phoneNamed reports whether the person wrote the phone number key (its
+// compacted form, "+15550162") without its country code: "text Mr.
+// Alvarez on WhatsApp (555-0162)". The trusted text must hold the number's
+// digits but for at most three leading ones, and at least seven of them,
+// as one run (spaces, brackets, dots and dashes between them do not
+// count).
+func phoneNamed(key string, view *inView) bool {
+	var digits []byte
+	for i := 0; i < len(key); i++ {
+		if isDigitByte(key[i]) {
+			digits = append(digits, key[i])
+		}
+	}
+	n := max(7, len(digits)-3)
+	if len(digits) < n {
+		return false
+	}
+	tail := string(digits[len(digits)-n:])
+	trusted := view.trustedDigits()
+	for off := 0; ; {
+		i := strings.Index(trusted[off:], tail)
+		if i < 0 {
+			return false
+		}
+		at := off + i
+		if end := at + len(tail); end == len(trusted) || !isDigitByte(trusted[end]) {
+			return true // the run ends where the number does
+		}
+		off = at + 1
+	}
+}
