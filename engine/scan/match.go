@@ -144,7 +144,7 @@ func (rs *RuleSet) Subset(keep func(Rule) bool) *RuleSet {
 	kept := -1
 	for k := range rs.parts() {
 		i := rs.member(k)
-		if i > 0 && rs.rules[i].rule == rs.rules[i-1].rule {
+		if !rs.firstPart(i) {
 			if kept != i-1 {
 				continue // the rule's first part was not kept
 			}
@@ -163,6 +163,12 @@ func (rs *RuleSet) Subset(keep func(Rule) bool) *RuleSet {
 		}
 	}
 	return sub
+}
+
+// firstPart reports whether part index i begins its rule (a rule's parts
+// are next to each other).
+func (rs *RuleSet) firstPart(i int) bool {
+	return i == 0 || rs.rules[i].rule != rs.rules[i-1].rule
 }
 
 // parts is the number of parts in the set.
@@ -197,7 +203,7 @@ func newRuleSet(rules []compiledRule) *RuleSet {
 	var byLit [][]litTarget
 	ids := map[string]int{}
 	for idx, cr := range rules {
-		if idx == 0 || cr.rule != rules[idx-1].rule {
+		if rs.firstPart(idx) {
 			rs.count++
 		}
 		if len(cr.sets) == 0 {
