@@ -56,12 +56,31 @@ reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s",
 # of another key, still asks a person.
 rotation_asked(m) if {
 	m.code == "DANGER-150"
-	id := regex.find_all_string_submatch_n(`/([a-z0-9_.:-]{4,})/(?:rotate|roll|regenerate)(?:[/?#]|$)`, lower(input.action.arguments.url), 1)[0][1]
+	id := regex.find_all_string_submatch_n(`/([a-z0-9_.:-]{4,})/(?:rotate|roll|regenerate)(?:[/?#]|$)`, hit_url(m), 1)[0][1]
 	some t in facts.texts.trusted
 	words := lower(t)
 	contains(words, id)
-	regex.match(`\b(?:rotat|roll|regenerat|renew|cycle|revoke|replace|reset)|rotier|rotar|ruota|roteer|obróć|rotacj`, words)
+	regex.match(rotation_words, words)
 }
+
+# The first half of a rotation the person asks for: a new key or token
+# created (a POST to a keys or tokens collection, ".../admin/keys") when
+# the person's words ask for a rotation ("rotate the MT key our connector
+# uses; create a new one with the same scopes"). A key made is not a key
+# given away: sending it anywhere is its own call, with its own rules.
+rotation_asked(m) if {
+	m.code == "DANGER-150"
+	regex.match(`/(?:api[-_]?keys|keys|tokens|access[-_]?tokens)/?(?:[?#]|$)`, hit_url(m))
+	upper(object.get(input.action.arguments, "method", "")) == "POST"
+	some t in facts.texts.trusted
+	regex.match(`\b(?:rotat\w*|roll|regenerat\w*|renew|cycle|replace)\s+(?:[\w-]+\s+){0,5}?(?:api\s+)?(?:keys?|tokens?|secrets?|credentials?)\b`, lower(t))
+}
+
+rotation_words := `\b(?:rotat|roll|regenerat|renew|cycle|revoke|replace|reset)|rotier|rotar|ruota|roteer|obróć|rotacj`
+
+# hit_url is the argument a DANGER-150 hit was found in (url, endpoint...),
+# lower-cased.
+hit_url(m) := lower(object.get(input, split(m.where, "."), ""))
 
 # A Wi-Fi passphrase the person typed is being set, not leaked: a key's
 # value (DANGER-103: "x_passphrase": "Bluebird-Harbor-2025", a PSK) that the
@@ -152,6 +171,23 @@ named_destination(m) if {
 	m.code in config.named_destination_rules
 	m.where == "action.arguments"
 	dests := [lower(trim_space(r)) | some r in recipients; trim_space(r) != ""]
+	count(dests) > 0
+	every d in dests {
+		some t in facts.texts.trusted
+		contains(lower(t), d)
+	}
+}
+
+# A webhook registered to an endpoint the person named (DANGER-150 on a
+# .../webhooks URL: "hook the portal's project.completed events into
+# https://books.example/hooks/portal-completed") sends events where the
+# person asked. Every URL in the request's body must be in the trusted
+# text; an endpoint only the agent's reading gave, or a body without one
+# (a delete, a secret changed), still asks a person.
+named_destination(m) if {
+	m.code == "DANGER-150"
+	regex.match(`/(?:hooks|webhooks?|webhook[-_]endpoints)(?:$|[/?#])`, lower(m.excerpt))
+	dests := [lower(v) | walk(input.action.arguments, [p, v]); count(p) > 1; is_string(v); regex.match(`^https?://`, v)]
 	count(dests) > 0
 	every d in dests {
 		some t in facts.texts.trusted

@@ -47,12 +47,12 @@ facts := toolgate.inspect(input, {
 	"state_changing_methods": config.state_changing_methods,
 	"command_categories": {"shell", "code"},
 	"path_scopes": {"read": "read_path", "search": "read_path", "write": "write_path", "vcs": "write_path", "delete": "delete_path"},
-	"outbound_categories": {"network", "exfil", "communication"},
+	"outbound_categories": outbound_categories,
 	"query_categories": {"database"},
 	"task_categories": {"agent"},
 	"script_suffixes": {".sh", ".bash", ".zsh", ".ksh", ".fish", ".command", ".ps1", ".psm1", ".bat", ".cmd"},
 	"instruction_files": {"agents.md", "claude.md", "claude.local.md", "gemini.md", ".cursorrules", ".windsurfrules", ".clinerules", "copilot-instructions.md"},
-	"command_files": {"makefile", "gnumakefile", ".mk", ".envrc", ".vscode/tasks.json", "justfile", "dockerfile", "containerfile", ".dockerfile", "package.json", "procfile", "jenkinsfile", ".gitlab-ci.yml", ".github/workflows/", ".circleci/", ".buildkite/", ".husky/", ".git/hooks/", "snakefile", ".smk", "nextflow.config", ".nf", ".pre-commit-config.yaml", ".pre-commit-hooks.yaml"},
+	"command_files": {"makefile", "logrotate.conf", "logrotate.d/", "gnumakefile", ".mk", ".envrc", ".vscode/tasks.json", "justfile", "dockerfile", "containerfile", ".dockerfile", "package.json", "procfile", "jenkinsfile", ".gitlab-ci.yml", ".github/workflows/", ".circleci/", ".buildkite/", ".husky/", ".git/hooks/", "snakefile", ".smk", "nextflow.config", ".nf", ".pre-commit-config.yaml", ".pre-commit-hooks.yaml"},
 	"command_keys": {"command", "commands", "cmd", "bash_command", "shell_command", "entrypoint", "script"},
 	"action_verbs": {
 		"activate", "approve", "archive", "assign", "ban", "book", "buy", "cancel", "deactivate",
@@ -65,6 +65,9 @@ facts := toolgate.inspect(input, {
 	"generic_verbs": {"manage"},
 	"direct_codes": config.direct_codes,
 })
+
+# Categories whose calls send their arguments off the host.
+outbound_categories := {"network", "exfil", "communication"}
 
 has_untrusted if count(facts.texts.untrusted) > 0
 
@@ -189,9 +192,20 @@ suspicious if {
 # A credential name in a call's headers ("Authorization: Bearer
 # ${GITHUB_TOKEN}") says how the call authenticates, not what it sends: an
 # API call carries its own credentials there.
+#
+# A record that says it must not be passed on (patterns of class
+# "restriction": "do not disclose her address", a protective order on file)
+# matters to a call that sends something out, where passing it on happens;
+# reading, updating or deleting that record is the ordinary care of it.
 relevant_hit(m) if {
 	not request_on_delete(m)
 	not header_credential(m)
+	not restriction_kept(m)
+}
+
+restriction_kept(m) if {
+	object.get(m, "class", "") == "restriction"
+	not category in outbound_categories
 }
 
 request_on_delete(m) if {

@@ -74,6 +74,26 @@ test_other_patterns_still_count_for_a_delete if {
 	"PATTERN-T01" in codes(d)
 }
 
+# A record that says it must not be passed on counts for a call that sends
+# something out, not for one that updates the record.
+restriction_patterns := [{"code": "PATTERN-T04", "name": "restricted", "message": "disclosure restricted", "class": "restriction", "scope": "context", "pattern": "do not disclose (her|his) address"}]
+
+restricted_record := {"trust": "untrusted", "source": "tool:crm_read", "content": "client: Lena Vogt | notes: do not disclose her address to callers"}
+
+test_restriction_counts_for_a_send if {
+	d := tier1.decision with input as req("trusted", "send_message", {"to": "+49 1522 7741093", "text": "Lena's next visit: Sat 10:30"}, [user("text him her next appointment"), restricted_record])
+		with data.toolgate.patterns.rules as restriction_patterns
+	d.decision == "escalate"
+	"PATTERN-T04" in codes(d)
+}
+
+test_restriction_does_not_count_for_an_update if {
+	d := tier1.decision with input as req("trusted", "execute_sql", {"query": "UPDATE clients SET phone = '+49 1577 2203184' WHERE id = 7"}, [user("update Lena's phone"), restricted_record])
+		with data.toolgate.patterns.rules as restriction_patterns
+	not "PATTERN-T04" in codes(d)
+	"UNTRUSTED-003" in codes(d)
+}
+
 test_request_in_context_escalates_a_read if {
 	d := tier1.decision with input as req("trusted", "file_read", {"path": "agenda.docx"}, [user("what is on the agenda?"), minutes])
 		with data.toolgate.patterns.rules as request_patterns
