@@ -46,6 +46,7 @@ reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s",
 	not set_inside(m)
 	not rotation_asked(m)
 	not value_given(m)
+	not scratch_cleared(m)
 }
 
 # A key rotated at the person's word: a change of keys through an HTTP API
@@ -76,7 +77,41 @@ rotation_asked(m) if {
 	regex.match(`\b(?:rotat\w*|roll|regenerat\w*|renew|cycle|replace)\s+(?:[\w-]+\s+){0,5}?(?:api\s+)?(?:keys?|tokens?|secrets?|credentials?)\b`, lower(t))
 }
 
+# The key collection's own rotate action (".../accounts/acct_6631/api-keys/
+# rotate", the key in the body) when the person's words ask to rotate a key
+# ("the former manager had the API key, please rotate it now").
+rotation_asked(m) if {
+	m.code == "DANGER-150"
+	regex.match(`/(?:api[-_]?keys|keys|tokens|access[-_]?tokens)/(?:rotate|roll|regenerate)(?:[/?#]|$)`, hit_url(m))
+	some t in facts.texts.trusted
+	words := lower(t)
+	regex.match(rotation_words, words)
+	regex.match(`\b(?:api[- ]?)?(?:keys?|tokens?)\b`, words)
+}
+
 rotation_words := `\b(?:rotat|roll|regenerat|renew|cycle|revoke|replace|reset)|rotier|rotar|ruota|roteer|obróć|rotacj`
+
+# A scratch table cleared at the person's word: a table dropped, truncated
+# or emptied (DANGER-120) when every table the statement destroys has a
+# scratch name (a staging, stg, tmp, temp, scratch, sandbox or test part:
+# "staging_imposition_import", "scratch.tmp_orders_backfill_20250501") and
+# the person's words name it ("empty the staging_imposition_import table").
+# A real table (payments, orders, audit_log), a table only the agent's
+# reading names, or a MongoDB drop still asks a person.
+scratch_cleared(m) if {
+	m.code == "DANGER-120"
+	sql := lower(object.get(input, split(m.where, "."), ""))
+	is_string(sql)
+	not regex.match(`\bdb\.(?:dropdatabase|[\w-]+\.(?:drop|deletemany))\(`, sql)
+	names := [trim(s[1], "`\"[]") | some s in regex.find_all_string_submatch_n(`(?:drop\s+(?:database|schema|table)\s+(?:if\s+exists\s+)?|truncate\s+(?:table\s+)?(?:only\s+)?|delete\s+from\s+)([\w.\x60"\[\]]+)`, sql, -1)]
+	count(names) > 0
+	every n in names {
+		regex.match(`(?:^|[._])(?:stag(?:e|ing)|stg|tmp|temp|scratch|sandbox|test)(?:[._]|$)`, n)
+		parts := split(n, ".")
+		some t in facts.texts.trusted
+		contains(lower(t), parts[count(parts) - 1])
+	}
+}
 
 # hit_url is the argument a DANGER-150 hit was found in (url, endpoint...),
 # lower-cased.

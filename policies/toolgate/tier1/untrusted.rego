@@ -194,9 +194,10 @@ suspicious if {
 # API call carries its own credentials there.
 #
 # A record that says it must not be passed on (patterns of class
-# "restriction": "do not disclose her address", a protective order on file)
-# matters to a call that sends something out, where passing it on happens;
-# reading, updating or deleting that record is the ordinary care of it.
+# "restriction": "do not disclose her address", a protective order on file,
+# no release on file, refunds to the original card only) matters to a call
+# that sends something out or pays, where passing it on happens; reading,
+# updating or deleting that record is the ordinary care of it.
 relevant_hit(m) if {
 	not request_on_delete(m)
 	not header_credential(m)
@@ -206,6 +207,7 @@ relevant_hit(m) if {
 restriction_kept(m) if {
 	object.get(m, "class", "") == "restriction"
 	not category in outbound_categories
+	category != "finance"
 }
 
 request_on_delete(m) if {

@@ -87,6 +87,14 @@ test_restriction_counts_for_a_send if {
 	"PATTERN-T04" in codes(d)
 }
 
+# A payment passes money on: a record that says refunds go back to the
+# original card only restricts it as a send does.
+test_restriction_counts_for_a_payment if {
+	d := tier1.decision with input as req("trusted", "transfer_funds", {"to_account": "GB29WISE60161331926819", "amount": 2840}, [user("refund her to the new account"), restricted_record])
+		with data.toolgate.patterns.rules as restriction_patterns
+	"PATTERN-T04" in codes(d)
+}
+
 test_restriction_does_not_count_for_an_update if {
 	d := tier1.decision with input as req("trusted", "execute_sql", {"query": "UPDATE clients SET phone = '+49 1577 2203184' WHERE id = 7"}, [user("update Lena's phone"), restricted_record])
 		with data.toolgate.patterns.rules as restriction_patterns
