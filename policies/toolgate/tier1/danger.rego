@@ -93,20 +93,25 @@ rotation_words := `\b(?:rotat|roll|regenerat|renew|cycle|revoke|replace|reset)|r
 
 # A scratch table cleared at the person's word: a table dropped, truncated
 # or emptied (DANGER-120) when every table the statement destroys has a
-# scratch name (a staging, stg, tmp, temp, scratch, sandbox or test part:
-# "staging_imposition_import", "scratch.tmp_orders_backfill_20250501") and
-# the person's words name it ("empty the staging_imposition_import table").
-# A real table (payments, orders, audit_log), a table only the agent's
-# reading names, or a MongoDB drop still asks a person.
+# scratch name (a staging, stg, tmp, temp, scratch or sandbox part, or a
+# _test suffix: "staging_imposition_import", "scratch.tmp_orders_backfill_
+# 20250501", "app_test") and the person's words name it ("empty the
+# staging_imposition_import table"). Every table of a list counts ("DROP
+# TABLE tmp_a, payments" asks a person). A real table (payments, orders,
+# audit_log, test_results), a table only the agent's reading names, or a
+# MongoDB drop still asks a person.
 scratch_cleared(m) if {
 	m.code == "DANGER-120"
 	sql := lower(object.get(input, split(m.where, "."), ""))
 	is_string(sql)
 	not regex.match(`\bdb\.(?:dropdatabase|[\w-]+\.(?:drop|deletemany))\(`, sql)
-	names := [trim(s[1], "`\"[]") | some s in regex.find_all_string_submatch_n(`(?:drop\s+(?:database|schema|table)\s+(?:if\s+exists\s+)?|truncate\s+(?:table\s+)?(?:only\s+)?|delete\s+from\s+)([\w.\x60"\[\]]+)`, sql, -1)]
+	names := [trim(trim_space(n), "`\"[]") |
+		some s in regex.find_all_string_submatch_n(`(?:drop\s+(?:database|schema|table)\s+(?:if\s+exists\s+)?|truncate\s+(?:table\s+)?(?:only\s+)?|delete\s+from\s+)([\w.\x60"\[\]]+(?:\s*,\s*[\w.\x60"\[\]]+)*)`, sql, -1)
+		some n in split(s[1], ",")
+	]
 	count(names) > 0
 	every n in names {
-		regex.match(`(?:^|[._])(?:stag(?:e|ing)|stg|tmp|temp|scratch|sandbox|test)(?:[._]|$)`, n)
+		regex.match(`(?:^|[._])(?:staging|stg|tmp|temp|scratch|sandbox)(?:[._]|$)|[._]test(?:[._]\d|$)`, n)
 		parts := split(n, ".")
 		some t in facts.texts.trusted
 		contains(lower(t), parts[count(parts) - 1])

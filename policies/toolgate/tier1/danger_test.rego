@@ -347,6 +347,10 @@ test_scratch_table_the_person_named if {
 	"DANGER-120" in codes(d4)
 	d5 := tier1.decision with input as req("trusted", "execute_sql", {"query": "DROP TABLE IF EXISTS scratch.tmp_orders_backfill_20250501;"}, [user("drop tmp_orders_backfill_20250501, I'm done with it")])
 	not "DANGER-120" in codes(d5)
+	d6 := tier1.decision with input as req("trusted", "execute_sql", {"query": "DROP TABLE staging_imposition_import, payments;"}, [user("drop staging_imposition_import and payments")])
+	"DANGER-120" in codes(d6)
+	d7 := tier1.decision with input as req("trusted", "execute_sql", {"query": "TRUNCATE TABLE test_results;"}, [user("Empty test_results.")])
+	"DANGER-120" in codes(d7)
 }
 
 # A webhook sent to the endpoint the person named is what they asked for;
