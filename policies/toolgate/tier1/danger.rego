@@ -57,7 +57,7 @@ reasons contains {"code": m.code, "rule": m.name, "message": sprintf("%s in %s",
 # of another key, still asks a person.
 rotation_asked(m) if {
 	m.code == "DANGER-150"
-	id := regex.find_all_string_submatch_n(`/([a-z0-9_.:-]{4,})/(?:rotate|roll|regenerate)(?:[/?#]|$)`, hit_url(m), 1)[0][1]
+	id := regex.find_all_string_submatch_n(`/([a-z0-9_.:-]{4,})/(?:rotate|roll|regenerate)(?:[/?#]|$)`, hit_argument(m), 1)[0][1]
 	some t in facts.texts.trusted
 	words := lower(t)
 	contains(words, id)
@@ -71,7 +71,7 @@ rotation_asked(m) if {
 # given away: sending it anywhere is its own call, with its own rules.
 rotation_asked(m) if {
 	m.code == "DANGER-150"
-	regex.match(`/(?:api[-_]?keys|keys|tokens|access[-_]?tokens)/?(?:[?#]|$)`, hit_url(m))
+	regex.match(`/(?:api[-_]?keys|keys|tokens|access[-_]?tokens)/?(?:[?#]|$)`, hit_argument(m))
 	upper(object.get(input.action.arguments, "method", "")) == "POST"
 	some t in facts.texts.trusted
 	regex.match(`\b(?:rotat\w*|roll|regenerat\w*|renew|cycle|replace)\s+(?:[\w-]+\s+){0,5}?(?:api\s+)?(?:keys?|tokens?|secrets?|credentials?)\b`, lower(t))
@@ -82,7 +82,7 @@ rotation_asked(m) if {
 # ("the former manager had the API key, please rotate it now").
 rotation_asked(m) if {
 	m.code == "DANGER-150"
-	regex.match(`/(?:api[-_]?keys|keys|tokens|access[-_]?tokens)/(?:rotate|roll|regenerate)(?:[/?#]|$)`, hit_url(m))
+	regex.match(`/(?:api[-_]?keys|keys|tokens|access[-_]?tokens)/(?:rotate|roll|regenerate)(?:[/?#]|$)`, hit_argument(m))
 	some t in facts.texts.trusted
 	words := lower(t)
 	regex.match(rotation_words, words)
@@ -102,8 +102,7 @@ rotation_words := `\b(?:rotat|roll|regenerat|renew|cycle|revoke|replace|reset)|r
 # MongoDB drop still asks a person.
 scratch_cleared(m) if {
 	m.code == "DANGER-120"
-	sql := lower(object.get(input, split(m.where, "."), ""))
-	is_string(sql)
+	sql := hit_argument(m)
 	not regex.match(`\bdb\.(?:dropdatabase|[\w-]+\.(?:drop|deletemany))\(`, sql)
 	names := [trim(trim_space(n), "`\"[]") |
 		some s in regex.find_all_string_submatch_n(`(?:drop\s+(?:database|schema|table)\s+(?:if\s+exists\s+)?|truncate\s+(?:table\s+)?(?:only\s+)?|delete\s+from\s+)([\w.\x60"\[\]]+(?:\s*,\s*[\w.\x60"\[\]]+)*)`, sql, -1)
@@ -118,9 +117,9 @@ scratch_cleared(m) if {
 	}
 }
 
-# hit_url is the argument a DANGER-150 hit was found in (url, endpoint...),
-# lower-cased.
-hit_url(m) := lower(object.get(input, split(m.where, "."), ""))
+# hit_argument is the argument a hit was found in (a DANGER-150 hit's url or
+# endpoint, a DANGER-120 hit's query), lower-cased.
+hit_argument(m) := lower(object.get(input, split(m.where, "."), ""))
 
 # A Wi-Fi passphrase the person typed is being set, not leaked: a key's
 # value (DANGER-103: "x_passphrase": "Bluebird-Harbor-2025", a PSK) that the
