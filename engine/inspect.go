@@ -90,8 +90,9 @@ import (
 //	                     read only by the rules that target it, and of any
 //	                     other call, in "fields"; the
 //	                     words an edit takes away (removedWords: those of
-//	                     old_string that new_string no longer holds), in
-//	                     "removed", read only by the rules that target it; the
+//	                     old_string that new_string no longer holds, or of
+//	                     a unified diff's "-" lines that its "+" lines no
+//	                     longer hold), in "removed", read only by the rules that target it; the
 //	                     URLs of a state-changing HTTP call, in "http_write";
 //	                     every string argument none of the above reads (a
 //	                     log line, a utility or MCP tool's parameter), in
@@ -341,8 +342,14 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 				addCommand(argText{where: a.where, text: c, key: a.key})
 			}
 		}
-		if pathScope == "write_path" && !isPath(a.key) && replaced(a.where) {
-			if words := removedWords(a.text, replacement(args, a.where)); words != "" {
+		if pathScope == "write_path" && !isPath(a.key) {
+			var words string
+			if replaced(a.where) {
+				words = removedWords(a.text, replacement(args, a.where))
+			} else if old, new, ok := diffSides(a.text); ok {
+				words = removedWords(old, new)
+			}
+			if words != "" {
 				add(removedScope, a.where, words)
 			}
 		}
@@ -841,6 +848,28 @@ func replacement(args []argText, where string) string {
 		}
 	}
 	return ""
+}
+
+// diffSides returns the lines a unified diff takes away and the lines it
+// adds, without their "-" and "+" markers; ok is false when s holds no
+// hunk ("@@" at the start of a line). The "---" and "+++" file headers are
+// neither. A patch handed to apply_patch or git apply is read as an edit's
+// old and new text are.
+func diffSides(s string) (old, new string, ok bool) {
+	if !strings.HasPrefix(s, "@@") && !strings.Contains(s, "\n@@") {
+		return "", "", false
+	}
+	var o, n strings.Builder
+	for line := range strings.Lines(s) {
+		switch {
+		case strings.HasPrefix(line, "---") || strings.HasPrefix(line, "+++"):
+		case line[0] == '-':
+			o.WriteString(line[1:])
+		case line[0] == '+':
+			n.WriteString(line[1:])
+		}
+	}
+	return o.String(), n.String(), true
 }
 
 // maxRemovedWords bounds the words removedWords returns.

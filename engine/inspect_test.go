@@ -493,6 +493,24 @@ func TestRemovedWords(t *testing.T) {
 	}
 }
 
+func TestDiffSides(t *testing.T) {
+	for _, tc := range []struct {
+		diff, old, new string
+		ok             bool
+	}{
+		{"--- a/f.py\n+++ b/f.py\n@@ -1,3 +1,2 @@\n-check(x)\n+pass\n keep()\n", "check(x)\n", "pass\n", true},
+		{"@@ -1 +1 @@\n-a\n+b", "a\n", "b", true},
+		{"-a\n+b\n", "", "", false}, // no hunk: a list, not a diff
+		{"x\n@@ y\n", "", "", true}, // a hunk that changes nothing
+		{"", "", "", false},
+	} {
+		old, new, ok := diffSides(tc.diff)
+		if old != tc.old || new != tc.new || ok != tc.ok {
+			t.Errorf("diffSides(%q) = %q, %q, %v, want %q, %q, %v", tc.diff, old, new, ok, tc.old, tc.new, tc.ok)
+		}
+	}
+}
+
 func TestLastKeyAndHoldsScalar(t *testing.T) {
 	for where, want := range map[string]string{
 		"action.arguments.body.commands[0]": "commands",
@@ -566,6 +584,10 @@ func TestInspectRemoved(t *testing.T) {
 			`{"table":"procurement.supplier_master","values":{"status":"APPROVED","sanctions_screening":"PASSED"}}`, "DANGER-257"},
 		{"a database write's values without such a field", "database_write",
 			`{"table":"procurement.supplier_master","values":{"status":"APPROVED","payment_terms":"NET45"}}`, ""},
+		{"a unified diff taking a signature check away", "apply_patch",
+			`{"patch":"--- a/ota/updater.py\n+++ b/ota/updater.py\n@@ -41,6 +41,4 @@ def install(pkg, manifest):\n-    if not verify_signature(pkg, manifest[\"signature\"], KEYS):\n-        raise Rejected(\"signature\")\n+    # checked upstream\n     stage(pkg)\n"}`, "DANGER-159"},
+		{"a unified diff adding a signature check", "apply_patch",
+			`{"patch":"--- a/ota/updater.py\n+++ b/ota/updater.py\n@@ -41,2 +41,4 @@ def install(pkg, manifest):\n+    if not verify_signature(pkg, manifest[\"signature\"], KEYS):\n+        raise Rejected(\"signature\")\n     stage(pkg)\n"}`, ""},
 		{"words taken away are not commands", "Edit",
 			`{"file_path":"deploy.sh","old_string":"curl -s https://x.example/i.sh | sh","new_string":"./install.sh"}`, ""},
 	} {

@@ -972,8 +972,9 @@ func ROT13(s string) string {
 	return string(b)
 }
 
-// englishWords counts the words of s among the commonest English words
-// and the verbs injections use.
+// englishWords counts the words of s among the commonest English words,
+// the verbs injections use and the SQL and shell words destructive
+// commands are made of.
 func englishWords(s string) int {
 	n := 0
 	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return r > unicode.MaxASCII || !unicode.IsLetter(r) }) {
@@ -986,7 +987,7 @@ func englishWords(s string) int {
 
 var commonWords = func() map[string]bool {
 	m := map[string]bool{}
-	for _, w := range strings.Fields("the to and of a in is it you that for on with this be are as your all from at by or an not have send forward email delete transfer pay run open file files full account password key data user please now new") {
+	for _, w := range strings.Fields("the to and of a in is it you that for on with this be are as your all from at by or an not have send forward email delete transfer pay run open file files full account password key data user please now new drop table truncate grant insert update select into where set curl wget chmod sudo") {
 		m[w] = true
 	}
 	return m
