@@ -88,12 +88,13 @@ import (
 //	                     what a write tool writes, in scope "written"; the
 //	                     whole arguments of an outbound call, in "message",
 //	                     read only by the rules that target it, and of any
-//	                     other call, in "fields"; the
-//	                     words an edit takes away (removedWords: those of
-//	                     old_string that new_string no longer holds, or of
-//	                     a unified diff's "-" lines that its "+" lines no
-//	                     longer hold), in "removed", read only by the rules that target it; the
-//	                     URLs of a state-changing HTTP call, in "http_write";
+//	                     other call, in "fields"; the words an edit takes
+//	                     away (removedWords: those of old_string that
+//	                     new_string no longer holds, or of a unified diff's
+//	                     "-" lines that its "+" lines no longer hold), in
+//	                     "removed", read only by the rules that target it;
+//	                     the URLs of a state-changing HTTP call, in
+//	                     "http_write";
 //	                     every string argument none of the above reads (a
 //	                     log line, a utility or MCP tool's parameter), in
 //	                     "call", read by the rules for any scope and those
