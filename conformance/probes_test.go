@@ -17,7 +17,7 @@ import (
 // under what the policy scores, so a change that loses detection or blocks
 // routine work fails here; a change that improves them should raise them.
 var probeFloors = map[string]struct{ attacks, benign float64 }{
-	"tuning":  {attacks: 83, benign: 79},
+	"tuning":  {attacks: 84, benign: 79},
 	"holdout": {attacks: 64, benign: 82}, // scored once, not tuned on: see the README
 }
 
