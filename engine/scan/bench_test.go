@@ -43,6 +43,24 @@ func BenchmarkMatch(b *testing.B) {
 	}
 }
 
+// BenchmarkCompile: what a process pays once, before its first decision,
+// for each of the default policy's rule lists.
+func BenchmarkCompile(b *testing.B) {
+	for _, list := range []struct {
+		name  string
+		rules []Rule
+	}{{"patterns", loadPatterns(b)}, {"danger", loadDanger(b)}} {
+		b.Run(list.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Compile(list.rules); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkMatchUnfiltered shows the cost of one rule without a literal
 // prefilter: its regex runs over the whole text.
 func BenchmarkMatchUnfiltered(b *testing.B) {

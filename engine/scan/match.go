@@ -74,13 +74,14 @@ type RuleSet struct {
 type compiledRule struct {
 	Rule
 	rule      int // index of the rule in Compile's list: parts of one rule share it
-	re        *regexp.Regexp
-	except    *regexp.Regexp // nil without Rule.Except
-	multiline bool           // (?s) or a literal newline: windows span lines
-	anchors   uint8          // the assertions the pattern holds (anchorBegin...)
-	width     int            // most runes a match spans; -1 when unbounded
-	sets      [][]string     // every match holds a literal of each set; windows come from sets[0]
-	bytes     string         // punctuation every match holds (requiredBytes): a window without one is skipped
+	re        *lazyRegexp
+	except    *lazyRegexp // nil without Rule.Except
+	empty     bool        // the pattern matches the empty string
+	multiline bool        // (?s) or a literal newline: windows span lines
+	anchors   uint8       // the assertions the pattern holds (anchorBegin...)
+	width     int         // most runes a match spans; -1 when unbounded
+	sets      [][]string  // every match holds a literal of each set; windows come from sets[0]
+	bytes     string      // punctuation every match holds (requiredBytes): a window without one is skipped
 }
 
 // compileWorkers is how many goroutines Compile compiles rules on.
@@ -88,14 +89,17 @@ const compileWorkers = 4
 
 // Compile validates and compiles rules. Each pattern must be valid RE2 of at
 // most MaxPatternLen bytes that cannot match the empty string; codes must be
-// non-empty and unique. Errors name the rule's code.
+// non-empty and unique. Errors name the rule's code. A pattern's regexp is
+// compiled when a text first needs it (lazyRegexp); its literals and the
+// automaton over them are built here.
 func Compile(rules []Rule) (*RuleSet, error) {
 	type result struct {
 		parts []compiledRule
 		err   error
 	}
-	// Rules compile independently, so on several goroutines: the default
-	// policy's take half a second on one core, and the first decision waits.
+	// Rules are analysed independently, so on several goroutines: the
+	// default policy's take about a tenth of a second on one core, and the
+	// first decision waits.
 	results := make([]result, len(rules))
 	next := atomic.Int64{}
 	var wg sync.WaitGroup
@@ -262,25 +266,21 @@ func compileRule(r Rule, i int) ([]compiledRule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid pattern: %w", err)
 	}
-	var except *regexp.Regexp
+	var except *lazyRegexp
 	if r.Except != "" {
 		if len(r.Except) > MaxPatternLen {
 			return nil, fmt.Errorf("except is %d bytes, over the %d-byte limit", len(r.Except), MaxPatternLen)
 		}
-		if except, err = regexp.Compile("(?i)" + r.Except); err != nil {
+		if except, err = parseLazy("(?i)" + r.Except); err != nil {
 			return nil, fmt.Errorf("invalid except: %w", err)
 		}
 	}
 	parts := splitRule(r, i, except)
 	if parts == nil {
-		re, err := regexp.Compile(src)
-		if err != nil {
-			return nil, fmt.Errorf("invalid pattern: %w", err)
-		}
-		parts = []compiledRule{newPart(r, i, re, tree, requiredSets(tree), except)}
+		parts = []compiledRule{newPart(r, i, src, tree, requiredSets(tree), except)}
 	}
 	for _, p := range parts {
-		if p.re.MatchString("") {
+		if p.empty {
 			return nil, errors.New("pattern matches the empty string")
 		}
 	}
@@ -289,7 +289,7 @@ func compileRule(r Rule, i int) ([]compiledRule, error) {
 
 // splitRule returns the parts of a rule whose pattern is an alternation of
 // branches that all have required literals, or nil.
-func splitRule(r Rule, i int, except *regexp.Regexp) []compiledRule {
+func splitRule(r Rule, i int, except *lazyRegexp) []compiledRule {
 	branches := topBranches(r.Pattern)
 	if len(branches) < 2 {
 		return nil
@@ -305,18 +305,70 @@ func splitRule(r Rule, i int, except *regexp.Regexp) []compiledRule {
 		if len(sets) == 0 {
 			return nil // a branch every text would run: keep the rule whole
 		}
-		re, err := regexp.Compile(src)
-		if err != nil {
-			return nil
-		}
-		parts = append(parts, newPart(r, i, re, tree, sets, except))
+		parts = append(parts, newPart(r, i, src, tree, sets, except))
 	}
 	return parts
 }
 
-// newPart is the part of the i-th rule r whose pattern re parses to tree.
-func newPart(r Rule, i int, re *regexp.Regexp, tree *syntax.Regexp, sets [][]string, except *regexp.Regexp) compiledRule {
-	return compiledRule{Rule: r, rule: i, re: re, except: except, multiline: spansLines(tree), anchors: anchorsOf(tree), width: maxWidth(tree), sets: sets, bytes: requiredBytes(tree)}
+// newPart is the part of the i-th rule r whose pattern src parses to tree.
+func newPart(r Rule, i int, src string, tree *syntax.Regexp, sets [][]string, except *lazyRegexp) compiledRule {
+	return compiledRule{Rule: r, rule: i, re: &lazyRegexp{src: src}, except: except, empty: matchesEmpty(tree), multiline: spansLines(tree), anchors: anchorsOf(tree), width: maxWidth(tree), sets: sets, bytes: requiredBytes(tree)}
+}
+
+// lazyRegexp is a pattern compiled on its first use. A rule set holds
+// thousands of patterns, a decision runs the few its literals point to,
+// and a process that decides once (a hook call) would otherwise spend
+// most of its start compiling regexps it never runs. The source has been
+// parsed already, so compiling it cannot fail.
+type lazyRegexp struct {
+	src  string
+	once sync.Once
+	re   *regexp.Regexp
+}
+
+// parseLazy checks src parses and returns it, not yet compiled.
+func parseLazy(src string) (*lazyRegexp, error) {
+	if _, err := syntax.Parse(src, syntax.Perl); err != nil {
+		return nil, err
+	}
+	return &lazyRegexp{src: src}, nil
+}
+
+func (l *lazyRegexp) get() *regexp.Regexp {
+	l.once.Do(func() { l.re = regexp.MustCompile(l.src) })
+	return l.re
+}
+
+// matchesEmpty reports whether re matches the empty string: regexp's
+// MatchString("") without compiling re. In an empty text every position is
+// both ends of the text and of a line, and no word character is near.
+func matchesEmpty(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
+		syntax.OpNoWordBoundary, syntax.OpStar, syntax.OpQuest:
+		return true
+	case syntax.OpLiteral:
+		return len(re.Rune) == 0
+	case syntax.OpCapture, syntax.OpPlus:
+		return matchesEmpty(re.Sub[0])
+	case syntax.OpRepeat:
+		return re.Min == 0 || matchesEmpty(re.Sub[0])
+	case syntax.OpConcat:
+		for _, sub := range re.Sub {
+			if !matchesEmpty(sub) {
+				return false
+			}
+		}
+		return true
+	case syntax.OpAlternate:
+		for _, sub := range re.Sub {
+			if matchesEmpty(sub) {
+				return true
+			}
+		}
+		return false
+	}
+	return false // a character, a class, no match, a word boundary
 }
 
 // spansLines reports whether re is matched across lines: it has a dot in
@@ -618,11 +670,11 @@ func (r *compiledRule) find(text string, w window) []int {
 	}
 	s := text[w.start:w.end]
 	if r.multiline || strings.IndexByte(s, '\n') < 0 {
-		return r.re.FindStringIndex(s)
+		return r.re.get().FindStringIndex(s)
 	}
 	for off := 0; ; {
 		line, _, more := strings.Cut(s[off:], "\n")
-		if loc := r.re.FindStringIndex(line); loc != nil {
+		if loc := r.re.get().FindStringIndex(line); loc != nil {
 			return []int{off + loc[0], off + loc[1]}
 		}
 		if !more {
@@ -639,7 +691,7 @@ func (r *compiledRule) find(text string, w window) []int {
 // begin before it.
 func (r *compiledRule) findUnexcused(text string, w window) []int {
 	s := text[w.start:w.end]
-	for _, loc := range r.re.FindAllStringIndex(s, maxExcused) {
+	for _, loc := range r.re.get().FindAllStringIndex(s, maxExcused) {
 		if !r.multiline && strings.IndexByte(s[loc[0]:loc[1]], '\n') >= 0 {
 			continue
 		}
@@ -650,7 +702,7 @@ func (r *compiledRule) findUnexcused(text string, w window) []int {
 			le = end + i
 		}
 		excused := false
-		for _, x := range r.except.FindAllStringIndex(text[ls:le], maxExcused) {
+		for _, x := range r.except.get().FindAllStringIndex(text[ls:le], maxExcused) {
 			if ls+x[0] < end && start < ls+x[1] {
 				excused = true
 				break

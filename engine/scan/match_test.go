@@ -28,6 +28,10 @@ func TestCompileErrors(t *testing.T) {
 		{"too long", []Rule{{Code: "P-4", Pattern: strings.Repeat("a", MaxPatternLen+1)}}, "rule P-4: pattern is"},
 		{"empty pattern", []Rule{{Code: "P-5"}}, "rule P-5: empty pattern"},
 		{"matches empty", []Rule{{Code: "P-6", Pattern: "x*"}}, "rule P-6: pattern matches the empty string"},
+		{"a branch matches empty", []Rule{{Code: "P-7", Pattern: "curl|(?:wget)?"}}, "rule P-7: pattern matches the empty string"},
+		{"anchors match empty", []Rule{{Code: "P-8", Pattern: `^\B$`}}, "rule P-8: pattern matches the empty string"},
+		{"a word boundary does not", []Rule{{Code: "P-9", Pattern: `\b`}}, ""},
+		{"bad except", []Rule{{Code: "P-10", Pattern: "curl", Except: "(x"}}, "rule P-10: invalid except"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,6 +46,33 @@ func TestCompileErrors(t *testing.T) {
 				t.Fatalf("Compile error = %v, want it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestMatchesEmpty: Compile rejects a pattern that matches the empty
+// string without compiling it; matchesEmpty must say what regexp says, for
+// every kind of node and for every pattern, branch and except of the
+// default policy.
+func TestMatchesEmpty(t *testing.T) {
+	patterns := []string{
+		"x*", "x?", "x+", "(?:x*)+", "x{0,3}", "x{2,3}", "(?:x?){2}", "x|y*", "x|y", "()",
+		"^", "$", `\A`, `\z`, "^$", `\b`, `\B`, `\bx?\b`, `\Bx?`, "(?m)^$", "(?s).", ".*", "[a-z]*", "[a-z]",
+		"x*y", "(?:)", `x{0}`, `\pL*`, `[^\n]{0,40}`,
+	}
+	for _, file := range []string{"../../policies/toolgate/patterns/data.json", "../../policies/toolgate/danger/data.json"} {
+		for _, r := range loadRules(t, file) {
+			patterns = append(patterns, r.Pattern)
+			patterns = append(patterns, topBranches(r.Pattern)...)
+			if r.Except != "" {
+				patterns = append(patterns, r.Except)
+			}
+		}
+	}
+	for _, p := range patterns {
+		want := regexp.MustCompile("(?i)" + p).MatchString("")
+		if got := matchesEmpty(parsePattern(t, p)); got != want {
+			t.Errorf("matchesEmpty(%q) = %v, regexp says %v", p, got, want)
+		}
 	}
 }
 
@@ -532,7 +563,11 @@ func checkAgainstNaive(t *testing.T, rs *RuleSet, text string) {
 		if multiline {
 			continue
 		}
-		off, ok := naiveMatchExcept(re, r.except, text)
+		var except *regexp.Regexp
+		if r.except != nil {
+			except = r.except.get()
+		}
+		off, ok := naiveMatchExcept(re, except, text)
 		g, gok := got[r.Code]
 		if ok != gok || off != g {
 			t.Fatalf("%s on %q: Match gives (%d,%v), regexp per line gives (%d,%v)", r.Code, text, g, gok, off, ok)
