@@ -447,6 +447,11 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 			add(requestScope, "context", request)
 		}
 	}
+	// A process's first decision compiles both rule lists: the patterns on
+	// another goroutine while this one compiles the danger rules.
+	if len(untrusted) > 0 || directCodes != nil && len(person) > 0 {
+		ruleSets.prefetch(valueOf(opts, "patterns"))
+	}
 	dangerRules, err := compiledFor(valueOf(opts, "danger"))
 	if err != nil {
 		return nil, fmt.Errorf("toolgate.inspect: danger: %w", err)
@@ -673,7 +678,9 @@ func bodyFields(a argText) []argText {
 
 // verbSets are the prepared action_verbs and generic_verbs options, by
 // value: [action_verbs, generic_verbs or null].
-var verbSets = newValueCache(16, func(v ast.Value) (*scan.Verbs, error) {
+var verbSets = newValueCache(16, prepareVerbs)
+
+func prepareVerbs(v ast.Value) (*scan.Verbs, error) {
 	pair := v.(*ast.Array)
 	checked, err := checkStrings(pair.Elem(0).Value, "action_verbs", true)
 	if err != nil {
@@ -688,7 +695,7 @@ var verbSets = newValueCache(16, func(v ast.Value) (*scan.Verbs, error) {
 		eachString(g, func(s string) { generic = append(generic, s) })
 	}
 	return scan.NewVerbs(words, generic...), nil
-})
+}
 
 // verbsFor is the prepared action_verbs option v with the generic_verbs
 // option g (arrays or sets of strings; g may be nil), nil when v is absent.

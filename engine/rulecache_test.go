@@ -66,3 +66,42 @@ func TestValueCacheEqualValueElsewhere(t *testing.T) {
 		t.Fatalf("alias = %v, want the second value", a)
 	}
 }
+
+// prefetch builds a value once, on another goroutine: a get that follows
+// waits for that build instead of starting its own, and a prefetch of a
+// built value builds nothing.
+func TestValueCachePrefetch(t *testing.T) {
+	var mu sync.Mutex
+	builds := 0
+	release := make(chan struct{})
+	c := newValueCache(4, func(v ast.Value) (int, error) {
+		mu.Lock()
+		builds++
+		mu.Unlock()
+		<-release
+		return v.(*ast.Array).Len(), nil
+	})
+	v := ast.MustParseTerm(`["a", "b", "c"]`).Value
+	c.prefetch(v)
+	done := make(chan int)
+	go func() {
+		n, err := c.get(v)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- n
+	}()
+	close(release)
+	if n := <-done; n != 3 {
+		t.Fatalf("get = %d, want 3", n)
+	}
+	c.prefetch(v)
+	if n, err := c.get(v); err != nil || n != 3 {
+		t.Fatalf("get = %d, %v; want 3", n, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if builds != 1 {
+		t.Fatalf("%d builds, want 1", builds)
+	}
+}

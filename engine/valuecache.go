@@ -97,6 +97,14 @@ func (c *valueCache[T]) get(v ast.Value) (T, error) {
 	return e.out, nil
 }
 
+// prefetch starts building v on another goroutine, unless it is built:
+// for a caller that will need v after another value it is building now.
+func (c *valueCache[T]) prefetch(v ast.Value) {
+	if c.lookup(v.Hash(), v) == nil {
+		go func() { _, _ = c.get(v) }() // the caller's own get meets any error
+	}
+}
+
 // lookup is v's built entry, or nil.
 func (c *valueCache[T]) lookup(h int, v ast.Value) *cacheEntry[T] {
 	x, ok := c.entries.Load(h)
