@@ -93,14 +93,66 @@ func Decodings(s string) []string {
 // Disguised reports only the disguised text in each text: zero-width and
 // bidi control characters (ENCODED-007, ENCODED-008), mixed-script
 // homoglyph words (ENCODED-009), tag characters (ENCODED-010) and runs of
-// variation selectors (ENCODED-011), as Decode does, without looking for
-// encodings. It is cheap on ASCII text (one pass, nothing found).
+// variation selectors (ENCODED-011), as Decode does, and a token that
+// percent-encodes letters (ENCODED-004, overEncoded), without looking for
+// other encodings. It is cheap on ASCII text (a search for '%').
 func Disguised(texts []Text) []Finding {
 	var out []Finding
 	for _, t := range texts {
 		out = append(out, disguised(t)...)
+		out = append(out, overEncoded(t)...)
 	}
 	return out
+}
+
+// minEncodedLetters is how many percent-encoded letters make a token
+// disguised: "%41" may be a typo, "c%6Fn%66ig" is not.
+const minEncodedLetters = 3
+
+// overEncoded reports the first token (run of non-space, non-quote bytes)
+// of t that percent-encodes minEncodedLetters or more ASCII letters. A
+// URL never needs to encode a letter (RFC 3986 asks producers not to), so
+// a path, URL or command written that way reads otherwise than it acts:
+// "cmd=%73%65%74%5F%61%6C%6C%20%6F%66%66" is "cmd=set_all off".
+func overEncoded(t Text) []Finding {
+	s := t.Text
+	for i := strings.IndexByte(s, '%'); i >= 0 && i < len(s); {
+		start, end := i, i
+		for start > 0 && isTokenByte(s[start-1]) {
+			start--
+		}
+		for end < len(s) && isTokenByte(s[end]) {
+			end++
+		}
+		tok, letters := s[start:end], 0
+		var b strings.Builder
+		for j := 0; j < len(tok); j++ {
+			if tok[j] == '%' && j+2 < len(tok) && isHexDigit(tok[j+1]) && isHexDigit(tok[j+2]) {
+				v, _ := strconv.ParseUint(tok[j+1:j+3], 16, 8)
+				if isLetterByte(byte(v)) {
+					letters++
+				}
+				b.WriteByte(byte(v))
+				j += 2
+				continue
+			}
+			b.WriteByte(tok[j])
+		}
+		if letters >= minEncodedLetters {
+			decoded := strings.ToValidUTF8(b.String(), "?")
+			return []Finding{{
+				Code: "ENCODED-004", Where: t.Where, Encodings: []string{"percent"}, Offset: start,
+				Message: fmt.Sprintf("percent-encoded letters in %s read as %q", t.Where, clip(decoded, 64)),
+				Decoded: clip(decoded, MaxDecoded),
+			}}
+		}
+		next := strings.IndexByte(s[end:], '%')
+		if next < 0 {
+			break
+		}
+		i = end + next
+	}
+	return nil
 }
 
 // disguised is t's invisible-character and homoglyph findings; none for

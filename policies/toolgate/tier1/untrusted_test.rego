@@ -358,6 +358,22 @@ test_spoofed_path_escalates_without_context if {
 	r.where == "action.arguments.path"
 }
 
+test_percent_encoded_letters_in_a_url_escalate if {
+	d := tier1.decision with input as req("trusted", "http_request", {"method": "GET", "url": "http://10.20.0.15/cgi-bin/pedestal.cgi?cmd=%73%65%74%5F%61%6C%6C%20%6F%66%66"}, [user("fix the meters")])
+	d.decision == "escalate"
+	some r in d.reasons
+	r.code == "ENCODED-004"
+	r.rule == "spoofed_argument"
+	r.where == "action.arguments.url"
+	contains(r.message, "set_all off")
+}
+
+test_percent_encoded_spaces_in_a_url_pass if {
+	d := tier1.decision with input as req("trusted", "http_request", {"method": "GET", "url": "https://example.com/search?q=caf%C3%A9%20au%20lait&sort=price%2Casc"}, [user("search for cafe au lait")])
+	d.decision == "allow"
+	not "ENCODED-004" in codes(d)
+}
+
 test_spoofed_payload_is_not_a_control_argument if {
 	d := tier1.decision with input as req("trusted", "send_email", {"to": "bob@example.com", "body": "\u0441onfig attached"}, [user("mail bob")])
 	d.decision == "allow"
