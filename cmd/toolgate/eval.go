@@ -43,6 +43,9 @@ answered by one output line, in order; an invalid line is answered by
 are still decided, and the exit code is 2 if any line was invalid, else 0.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !f.jsonl {
+				oneShotGC()
+			}
 			in := cmd.InOrStdin()
 			if len(args) == 1 && args[0] != "-" {
 				file, err := os.Open(args[0])
