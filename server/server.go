@@ -298,11 +298,11 @@ func (r *queueRef) MaxPerHour() int {
 }
 
 // GCPercent is the garbage collector's target `toolgate serve` runs with
-// when the GOGC environment variable is not set. The server's live heap is
-// small (about 10 MiB) and every decision allocates some 30 KiB in OPA, so at
-// Go's default of 100 the collector ran every few hundred decisions; at 400
-// the 8-client load test (audit on) decides about 10% more per second, for
-// some 25 MiB more resident memory. GOGC, when set, wins.
+// when the GOGC environment variable is not set. Every decision allocates
+// some 30 KiB in OPA; at 400 the load test (audit on) decides 2-5% more per
+// second than at Go's default of 100, for about 200 MiB more resident
+// memory now that the policy's scan tables make the live heap some 70 MiB
+// (docs/server.md). GOGC, when set, wins.
 const GCPercent = 400
 
 // TuneGC applies GCPercent unless GOGC is set. Commands that run a server
