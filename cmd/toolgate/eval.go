@@ -43,9 +43,7 @@ answered by one output line, in order; an invalid line is answered by
 are still decided, and the exit code is 2 if any line was invalid, else 0.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !f.jsonl {
-				oneShotGC()
-			}
+			restoreGC := startupGC()
 			in := cmd.InOrStdin()
 			if len(args) == 1 && args[0] != "-" {
 				file, err := os.Open(args[0])
@@ -84,7 +82,7 @@ are still decided, and the exit code is 2 if any line was invalid, else 0.`,
 			if f.jsonl {
 				// With state, the lines of one conversation are decided one
 				// at a time, in order, as the conversation controls assume.
-				return evalStream(cmd.Context(), v, 2*runtime.GOMAXPROCS(0), !f.noState, in, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				return evalStream(cmd.Context(), v, 2*runtime.GOMAXPROCS(0), !f.noState, in, cmd.OutOrStdout(), cmd.ErrOrStderr(), restoreGC)
 			}
 			return evalOne(cmd.Context(), v, in, cmd.OutOrStdout(), cmd.ErrOrStderr(), f.explain)
 		},
@@ -186,7 +184,8 @@ func writeJSON(w io.Writer, v any) error {
 // steps are decided one after the other, in order (step 2 sees step 1
 // committed), and different conversations side by side, as the server
 // decides concurrent requests. Otherwise the workers share one queue.
-func evalStream(ctx context.Context, v *toolgate.Verifier, workers int, byConversation bool, in io.Reader, stdout, stderr io.Writer) error {
+// firstAnswered, if not nil, is called once the first answer is in.
+func evalStream(ctx context.Context, v *toolgate.Verifier, workers int, byConversation bool, in io.Reader, stdout, stderr io.Writer, firstAnswered func()) error {
 	type job struct {
 		line int
 		data []byte
@@ -239,6 +238,10 @@ func evalStream(ctx context.Context, v *toolgate.Verifier, workers int, byConver
 	// One writer for stdout and stderr, in input order.
 	for out := range order {
 		a := <-out
+		if firstAnswered != nil {
+			firstAnswered()
+			firstAnswered = nil
+		}
 		if a.problem != "" {
 			invalid++
 			fmt.Fprint(stderr, a.problem)

@@ -65,7 +65,7 @@ decide (bad payload, config or state failure): every supported CLI reads exit
 deny, since it honours only allow and deny.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			oneShotGC()
+			startupGC() // one decision, then the process exits
 			d, err := adapters.ParseDialect(args[0])
 			if err != nil {
 				return usageError("%v", err)

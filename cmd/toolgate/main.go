@@ -47,29 +47,34 @@ func usageError(format string, a ...any) error {
 	return withCode(exitUsage, fmt.Errorf(format, a...))
 }
 
-// oneShotGC is for a command that decides once and exits (eval of one
-// request, a hook call): most of its time goes to building the policy's
-// tables in a heap that starts at 4 MB, so the collector would run about
-// twenty times before the first answer to free memory the process is about
-// to give back anyway. It runs only past a 1 GiB heap instead. GOGC or
+// startupGC switches the collector off below a 1 GiB heap while a command
+// builds the policy and makes its first decision: the policy's scan tables
+// are built in a heap that starts at 4 MB, so the collector would run about
+// twenty times before the first answer, to free memory that is garbage by
+// then anyway. A command that decides once and exits (eval of one request,
+// a hook call) never calls the restore function it returns; one that goes
+// on deciding (eval --jsonl) calls it after its first answer. GOGC or
 // GOMEMLIMIT in the environment still rule.
 //
-// The tests, which run every command in one process, set tuneOneShotGC
+// The tests, which run every command in one process, set tuneStartupGC
 // false.
-func oneShotGC() {
-	if !tuneOneShotGC {
-		return
+func startupGC() (restore func()) {
+	if !tuneStartupGC {
+		return func() {}
 	}
 	for _, v := range []string{"GOGC", "GOMEMLIMIT"} {
 		if _, set := os.LookupEnv(v); set {
-			return
+			return func() {}
 		}
 	}
-	debug.SetGCPercent(-1)
-	debug.SetMemoryLimit(1 << 30)
+	percent, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(1<<30)
+	return func() {
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(limit)
+	}
 }
 
-var tuneOneShotGC = true
+var tuneStartupGC = true
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
