@@ -468,14 +468,16 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	// e-mail address, URL or domain with look-alike letters in it
 	// (payouts@sunrеisen-partner.de, a Cyrillic е, in a payout config)
 	// sends whatever uses it elsewhere (a mixed-script word in prose does
-	// not count).
+	// not count), and so does a key or value that spells letters or
+	// digits in backslash escapes ("\u0061\u006c..." for "alarm_enabled" in
+	// a config), which no encoder writes.
 	if pathScope == "write_path" {
 		for _, a := range args {
-			if !written(a) { // scan.Disguised skips ASCII text at once
+			if !written(a) {
 				continue
 			}
 			for _, f := range scan.Disguised([]scan.Text{{Where: a.where, Text: a.text}}) {
-				if f.Code == "ENCODED-008" && strings.ContainsAny(a.text, bidiOverrides) || f.Code == "ENCODED-009" && inAddress(a.text, f.Offset) {
+				if f.Code == "ENCODED-008" && strings.ContainsAny(a.text, bidiOverrides) || f.Code == "ENCODED-009" && inAddress(a.text, f.Offset) || f.Code == "ENCODED-006" {
 					spoofed = append(spoofed, findingTerm(f, "arguments"))
 				}
 			}

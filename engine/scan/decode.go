@@ -77,7 +77,8 @@ func Decode(texts []Text) []Finding {
 // backslash escapes (octal ones too), followed through up to MaxLayers
 // nested layers as Decode does, and lists of character codes handed to a
 // decoding function ([char[]](99,117,...), String.fromCharCode(...),
-// chr(99).chr(117)...). Unlike Decode it keeps every printable decoding,
+// chr(99).chr(117)...), and quoted literals read backwards where the
+// text turns a string round ('ELBAT PORD'[::-1], echo '...' | rev). Unlike Decode it keeps every printable decoding,
 // not only those that read as prose, and reports no findings: a command
 // that arrives encoded is the command it decodes to, and the rules say
 // what that is. Each string is at most MaxDecoded bytes; work is bounded.
@@ -87,20 +88,24 @@ func Decodings(s string) []string {
 	for _, sp := range d.spans(s, 1) {
 		out = append(out, clip(sp.decoded, MaxDecoded))
 	}
-	return append(out, charCodes(s)...)
+	out = append(out, charCodes(s)...)
+	return append(out, reversedLiterals(s)...)
 }
 
 // Disguised reports only the disguised text in each text: zero-width and
 // bidi control characters (ENCODED-007, ENCODED-008), mixed-script
 // homoglyph words (ENCODED-009), tag characters (ENCODED-010) and runs of
-// variation selectors (ENCODED-011), as Decode does, and a token that
-// percent-encodes letters (ENCODED-004, overEncoded), without looking for
-// other encodings. It is cheap on ASCII text (a search for '%').
+// variation selectors (ENCODED-011), as Decode does, a token that
+// percent-encodes letters (ENCODED-004, overEncoded) and one that writes
+// letters or digits as backslash escapes (ENCODED-006, overEscaped),
+// without looking for other encodings. It is cheap on ASCII text (a
+// search for '%' and '\\').
 func Disguised(texts []Text) []Finding {
 	var out []Finding
 	for _, t := range texts {
 		out = append(out, disguised(t)...)
 		out = append(out, overEncoded(t)...)
+		out = append(out, overEscaped(t)...)
 	}
 	return out
 }
@@ -153,6 +158,92 @@ func overEncoded(t Text) []Finding {
 		i = end + next
 	}
 	return nil
+}
+
+// minEscapedAlnums is how many letters or digits written as backslash
+// escapes make a token disguised.
+const minEscapedAlnums = 3
+
+// overEscaped reports the first token of t that writes minEscapedAlnums
+// or more ASCII letters or digits as \uXXXX or \xHH escapes, and no byte
+// outside printable ASCII. JSON, JavaScript and Python never need to
+// escape a letter or a digit (encoders escape quotes, controls and, for
+// HTML safety, < > & = '), so a key or value written that way is meant
+// to pass a reader unread: "\u0061\u006c\u0061\u0072\u006d" is "alarm",
+// "\u0031\u0038\u0035\u002e..." an IP address. A byte string with other
+// escapes ("\x89PNG\x00\x41\x42\x43") is binary data, not disguised text.
+func overEscaped(t Text) []Finding {
+	s := t.Text
+	for i := strings.IndexByte(s, '\\'); i >= 0 && i < len(s); {
+		start, end := i, i
+		for start > 0 && isTokenByte(s[start-1]) {
+			start--
+		}
+		for end < len(s) && isTokenByte(s[end]) {
+			end++
+		}
+		tok, alnums, binary := s[start:end], 0, false
+		var b strings.Builder
+		for j := 0; j < len(tok); j++ {
+			if v, n := escapedByte(tok[j:]); n > 0 {
+				switch {
+				case v < ' ' || v >= 0x7f:
+					binary = true
+				case isAlnum(v):
+					alnums++
+				}
+				b.WriteByte(v)
+				j += n - 1
+				continue
+			}
+			b.WriteByte(tok[j])
+		}
+		if alnums >= minEscapedAlnums && !binary {
+			decoded := b.String()
+			return []Finding{{
+				Code: "ENCODED-006", Where: t.Where, Encodings: []string{"escape"}, Offset: start,
+				Message: fmt.Sprintf("escaped letters or digits in %s read as %q", t.Where, clip(decoded, 64)),
+				Decoded: clip(decoded, MaxDecoded),
+			}}
+		}
+		next := strings.IndexByte(s[end:], '\\')
+		if next < 0 {
+			break
+		}
+		i = end + next
+	}
+	return nil
+}
+
+// escapedByte reads a \u00HH or \xHH escape at the start of s: the byte it
+// stands for and its length, or a length of 0. Escapes of code points
+// above U+00FF stand for no single byte and count as binary (0xFF).
+func escapedByte(s string) (byte, int) {
+	if len(s) < 4 || s[0] != '\\' {
+		return 0, 0
+	}
+	n := 0
+	switch s[1] {
+	case 'x':
+		n = 4
+	case 'u':
+		n = 6
+	default:
+		return 0, 0
+	}
+	if len(s) < n {
+		return 0, 0
+	}
+	for _, c := range []byte(s[2:n]) {
+		if !isHexDigit(c) {
+			return 0, 0
+		}
+	}
+	v, _ := strconv.ParseUint(s[2:n], 16, 32)
+	if v > 0xff {
+		return 0xff, n
+	}
+	return byte(v), n
 }
 
 // disguised is t's invisible-character and homoglyph findings; none for

@@ -132,6 +132,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add("p\u0430ypal \u202E\u200B\uFEFF")
 	f.Add("x %41%4 %%6%61%62%63% %e2%80%ae%41%42%43")
 	f.Add(`awk 'BEGIN{system("\143\141\164")}' [char[]](99,97,116,32) chr(99).chr(97).chr(116).chr(32)`)
+	f.Add("op = 'ELBAT PORD\xff\u00e9'[::-1]; echo \"\\u0061\\u0062\\x63\\x64\" | rev\n`x")
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, fd := range Decode([]Text{{Where: "f", Text: s}}) {
 			if len(fd.Decoded) > MaxDecoded || !utf8.ValidString(fd.Decoded) {
@@ -178,6 +179,11 @@ func TestDecodings(t *testing.T) {
 		{"a commit hash decodes to no text", "git show 9f3c2a1e8b7d6c5a4f3e2d1c0b9a8f7e6d5c4b3a", nil},
 		{"column sizes are no code list", "CREATE TABLE t (name varchar(255), id char(36), n int)", nil},
 		{"three codes are too few", "[char[]](99,97,116)", nil},
+		{"python [::-1]", "ops = ['snoitaralced ELBAT PORD', 'x']\nfor op in ops:\n    cur.execute(op[::-1])", []string{"DROP TABLE declarations"}},
+		{"shell rev", `echo "wodahs/cte/ tac" | rev | sh`, []string{"cat /etc/shadow"}},
+		{"PHP strrev", `system(strrev('f- mr'), "ab"); system(STRREV('lp.tpircs'))`, []string{"script.pl"}},
+		{"unclosed quotes read no literal", "print(x[::-1]) # it's reversed\n'abcdefgh", nil},
+		{"literals without a reversal stay as they are", `echo "wodahs/cte/ tac" | review`, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

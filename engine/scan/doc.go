@@ -7,7 +7,11 @@
 // finds argument values copied from untrusted text (Provenance), and a check
 // for the action the untrusted text asks for in words the user never used
 // (Verbs.RequestedActions). Disguised reports Decode's invisible-character
-// and homoglyph findings alone, for control arguments. It owns
+// and homoglyph findings alone, and tokens that spell letters in escapes
+// no encoder writes, for control arguments. Decodings returns what a
+// command or file decodes to (its encoded runs, character-code lists, and
+// its quoted literals read backwards where it turns a string round) for
+// the danger rules to read. It owns
 // only this pure, deterministic Go text work: it must not import OPA, read
 // files, the network, the clock or any global state, and it must never
 // panic or take more than linear time on any input; engine/ wraps these
@@ -33,7 +37,9 @@
 //	ENCODED-004  percent (URL) encoding of letters, digits or dots, encoded ../, or double encoding;
 //	             Disguised: a token that percent-encodes three or more letters
 //	ENCODED-005  HTML character references: numeric ones for letters or digits, or 4+ in a row
-//	ENCODED-006  \xHH, \uHHHH and \u{H...} escapes: of letters or digits, or 4+ in a row
+//	ENCODED-006  \xHH, \uHHHH and \u{H...} escapes: of letters or digits, or 4+ in a row;
+//	             Disguised: a token that escapes three or more letters or digits and no
+//	             byte outside printable ASCII
 //	ENCODED-007  zero-width characters (U+200B..U+200D, U+2060, U+FEFF except a leading BOM)
 //	ENCODED-008  bidi control characters (U+202A..U+202E, U+2066..U+2069, U+200E, U+200F)
 //	ENCODED-009  a word mixing Latin letters with Cyrillic or Greek look-alikes

@@ -154,16 +154,26 @@ func TestDisguised(t *testing.T) {
 		{Where: "f", Text: "https://example.com/search?q=caf%C3%A9%20au%20lait&sort=price%2Casc 100% sure"},
 		{Where: "g", Text: "/srv/c%6Fn%66i%67/app.yaml"},
 		{Where: "h", Text: "curl 'https://example.com/a%2Fb' -d '%41%42' --data %s%s%s"},
+		{Where: "i", Text: `{"\u0061\u006c\u0061\u0072\u006d_enabled": false, "n": 3}`},
+		{Where: "j", Text: `"siem_host": "\x31\x38\x35\x2e\x31\x35\x39",`},
+		{Where: "k", Text: `magic = b"\x89PNG\x41\x42\x43\x00" # C:\Users\x\u`},
+		{Where: "l", Text: `{"html": "\u003cb\u003e caf\u00e9 \u0026 \u0027q\u0027"} printf '\x41\x42\n'`},
 	})
 	var codes []string
 	for _, f := range got {
 		codes = append(codes, f.Where+" "+f.Code)
 	}
-	if want := []string{"b ENCODED-009", "c ENCODED-008", "e ENCODED-004", "g ENCODED-004"}; !reflect.DeepEqual(codes, want) {
-		t.Errorf("Disguised = %v, want %v", codes, want)
+	if want := []string{"b ENCODED-009", "c ENCODED-008", "e ENCODED-004", "g ENCODED-004", "i ENCODED-006", "j ENCODED-006"}; !reflect.DeepEqual(codes, want) {
+		t.Fatalf("Disguised = %v, want %v", codes, want)
 	}
 	if f := got[2]; f.Decoded != "http://10.20.0.15/cgi-bin/pedestal.cgi?cmd=set_all off&persist=1" || f.Offset != 0 {
 		t.Errorf("percent finding %+v", f)
+	}
+	if f := got[4]; f.Decoded != "alarm_enabled" || f.Offset != 2 {
+		t.Errorf("escape finding %+v", f)
+	}
+	if f := got[5]; f.Decoded != "185.159" || f.Offset != 14 {
+		t.Errorf("escape finding %+v", f)
 	}
 }
 
