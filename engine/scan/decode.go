@@ -161,8 +161,9 @@ func overEncoded(t Text) []Finding {
 }
 
 // minEscapedAlnums is how many letters or digits written as backslash
-// escapes make a token disguised.
-const minEscapedAlnums = 3
+// escapes make a token disguised: no encoder escapes one, and two in a
+// token ("\u0069nterlock_\u0062ypass") are no accident.
+const minEscapedAlnums = 2
 
 // overEscaped reports the first token of t that writes minEscapedAlnums
 // or more ASCII letters or digits as \uXXXX or \xHH escapes, and no byte

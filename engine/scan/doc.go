@@ -38,7 +38,7 @@
 //	             Disguised: a token that percent-encodes three or more letters
 //	ENCODED-005  HTML character references: numeric ones for letters or digits, or 4+ in a row
 //	ENCODED-006  \xHH, \uHHHH and \u{H...} escapes: of letters or digits, or 4+ in a row;
-//	             Disguised: a token that escapes three or more letters or digits and no
+//	             Disguised: a token that escapes two or more letters or digits and no
 //	             byte outside printable ASCII
 //	ENCODED-007  zero-width characters (U+200B..U+200D, U+2060, U+FEFF except a leading BOM)
 //	ENCODED-008  bidi control characters (U+202A..U+202E, U+2066..U+2069, U+200E, U+200F)
