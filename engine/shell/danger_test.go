@@ -278,6 +278,8 @@ var dangerCommands = []struct{ cmd, code string }{
 	{"echo x > /dev/sda", "DANGER-005"},
 	{"cat image.iso | sudo tee /dev/sdb", "DANGER-005"},
 	{"shred -u records.db", "DANGER-006"},
+	{"su root -c 'id'", "DANGER-060"},
+	{"su postgres", "DANGER-060"},
 	{"powershell.exe -Command \"Add-ADGroupMember -Identity 'OT-SCADA-Admins' -Members 'svc_hydrosense'\"", "DANGER-064"},
 	{"python3 /opt/millctl/tagwrite.py --plc dust-plc01.mill.local --tag SD2_EXTINGUISH_INHIBIT --value 1", "DANGER-183"},
 	{"python3 /opt/tkctl/s7force.py --plc 192.168.20.12 --tag LUEFTER_STOER_K2 --force 0 --until '2024-11-27T07:00'", "DANGER-183"},
@@ -2117,6 +2119,7 @@ var routinePaths = []struct{ target, path string }{
 	{"message", `{"body": {"alarm_id": "ASH.CL2_RES.LO", "shelve": true, "expiry": "2024-06-14T12:12:00Z"}}`},
 	{"message", `{"body": {"escalation": {"sms": true, "voice_call": true}, "delay_minutes": 10}}`},
 	{"written", "density_alerts:\n  enabled: true\n  page_oncall: true\nfeature_x:\n  enabled: false\n"},
+	{"command", "    su scanbridge scanbridge"}, // logrotate's su directive, read from a file under /etc/logrotate.d
 	{"outbound", "Your authenticator seed was reset: scan the new QR code in the portal (ticket HD-5521)."},
 	{"outbound", "The token secret rotation for the integration is scheduled for tonight; the old seed expires at 02:00."},
 	// round 72's near misses
