@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"html"
+	"iter"
 	"regexp"
 	"sort"
 	"strconv"
@@ -120,16 +121,8 @@ const minEncodedLetters = 3
 // a path, URL or command written that way reads otherwise than it acts:
 // "cmd=%73%65%74%5F%61%6C%6C%20%6F%66%66" is "cmd=set_all off".
 func overEncoded(t Text) []Finding {
-	s := t.Text
-	for i := strings.IndexByte(s, '%'); i >= 0 && i < len(s); {
-		start, end := i, i
-		for start > 0 && isTokenByte(s[start-1]) {
-			start--
-		}
-		for end < len(s) && isTokenByte(s[end]) {
-			end++
-		}
-		tok, letters := s[start:end], 0
+	for start, end := range tokensHolding(t.Text, '%') {
+		tok, letters := t.Text[start:end], 0
 		var b strings.Builder
 		for j := 0; j < len(tok); j++ {
 			if tok[j] == '%' && j+2 < len(tok) && isHexDigit(tok[j+1]) && isHexDigit(tok[j+2]) {
@@ -151,13 +144,36 @@ func overEncoded(t Text) []Finding {
 				Decoded: clip(decoded, MaxDecoded),
 			}}
 		}
-		next := strings.IndexByte(s[end:], '%')
-		if next < 0 {
-			break
-		}
-		i = end + next
 	}
 	return nil
+}
+
+// tokensHolding yields the start and end of each token of s (a run of
+// isTokenByte bytes) that holds c, once per token, in order; the work is
+// linear in len(s).
+func tokensHolding(s string, c byte) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		for i := strings.IndexByte(s, c); i >= 0; {
+			start, end := i, i
+			for start > 0 && isTokenByte(s[start-1]) {
+				start--
+			}
+			for end < len(s) && isTokenByte(s[end]) {
+				end++
+			}
+			if end == i { // c is no token byte: step over it
+				end++
+			}
+			if !yield(start, end) {
+				return
+			}
+			next := strings.IndexByte(s[end:], c)
+			if next < 0 {
+				return
+			}
+			i = end + next
+		}
+	}
 }
 
 // minEscapedAlnums is how many letters or digits written as backslash
@@ -174,16 +190,8 @@ const minEscapedAlnums = 2
 // "\u0031\u0038\u0035\u002e..." an IP address. A byte string with other
 // escapes ("\x89PNG\x00\x41\x42\x43") is binary data, not disguised text.
 func overEscaped(t Text) []Finding {
-	s := t.Text
-	for i := strings.IndexByte(s, '\\'); i >= 0 && i < len(s); {
-		start, end := i, i
-		for start > 0 && isTokenByte(s[start-1]) {
-			start--
-		}
-		for end < len(s) && isTokenByte(s[end]) {
-			end++
-		}
-		tok, alnums, binary := s[start:end], 0, false
+	for start, end := range tokensHolding(t.Text, '\\') {
+		tok, alnums, binary := t.Text[start:end], 0, false
 		var b strings.Builder
 		for j := 0; j < len(tok); j++ {
 			if v, n := escapedByte(tok[j:]); n > 0 {
@@ -207,11 +215,6 @@ func overEscaped(t Text) []Finding {
 				Decoded: clip(decoded, MaxDecoded),
 			}}
 		}
-		next := strings.IndexByte(s[end:], '\\')
-		if next < 0 {
-			break
-		}
-		i = end + next
 	}
 	return nil
 }
