@@ -79,10 +79,11 @@ func Decode(texts []Text) []Finding {
 // nested layers as Decode does, and lists of character codes handed to a
 // decoding function ([char[]](99,117,...), String.fromCharCode(...),
 // chr(99).chr(117)...), and quoted literals read backwards where the
-// text turns a string round ('ELBAT PORD'[::-1], echo '...' | rev). Unlike Decode it keeps every printable decoding,
-// not only those that read as prose, and reports no findings: a command
-// that arrives encoded is the command it decodes to, and the rules say
-// what that is. Each string is at most MaxDecoded bytes; work is bounded.
+// text turns a string round ('ELBAT PORD'[::-1], echo '...' | rev).
+// Unlike Decode it keeps every printable decoding, not only those that
+// read as prose, and reports no findings: a command that arrives encoded
+// is the command it decodes to, and the rules say what that is. Each
+// string is at most MaxDecoded bytes; work is bounded.
 func Decodings(s string) []string {
 	d := &decoder{budget: MaxDecodedPerRun, loose: true}
 	var out []string

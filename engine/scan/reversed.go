@@ -10,8 +10,8 @@ import (
 // echo '...' | rev, PHP's strrev('...'), VBScript's StrReverse("..."),
 // PowerShell's [array]::Reverse, JavaScript's .split('').reverse(). Where
 // the text turns a string round, its quoted literals are read backwards
-// too: reversing is no encoding a reader can spot, and nothing else in a
-// benign call needs it.
+// too, for the rules to match: a literal of a benign call read backwards
+// is gibberish that no rule matches, one of an attack is its payload.
 
 // reverses finds the reversals (the cheap test for "rev", any case, or
 // "[::-1]" comes first).
@@ -44,6 +44,9 @@ func reversedLiterals(s string) []string {
 		}
 		if lit := s[i+1 : end]; len(lit) >= minReversed {
 			r := clip(reverseRunes(lit), min(MaxDecoded, budget))
+			if r == "" {
+				break
+			}
 			budget -= len(r)
 			out = append(out, r)
 		}
