@@ -183,10 +183,11 @@ func tokensHolding(s string, c byte) iter.Seq2[int, int] {
 const minEscapedAlnums = 2
 
 // overEscaped reports the first token of t that writes minEscapedAlnums
-// or more ASCII letters or digits as \uXXXX or \xHH escapes, and no byte
-// outside printable ASCII. JSON, JavaScript and Python never need to
-// escape a letter or a digit (encoders escape quotes, controls and, for
-// HTML safety, < > & = '), so a key or value written that way is meant
+// or more ASCII letters or digits as \xHH, \uHHHH or \u{H...} escapes
+// (escapeAt, as Decode reads them) and escapes nothing outside printable
+// ASCII. JSON, JavaScript and Python never need to escape a letter or a
+// digit (encoders escape quotes, controls and, for HTML safety,
+// < > & = '), so a key or value written that way is meant
 // to pass a reader unread: "\u0061\u006c\u0061\u0072\u006d" is "alarm",
 // "\u0031\u0038\u0035\u002e..." an IP address. A byte string with other
 // escapes ("\x89PNG\x00\x41\x42\x43") is binary data, not disguised text.
@@ -195,14 +196,14 @@ func overEscaped(t Text) []Finding {
 		tok, alnums, binary := t.Text[start:end], 0, false
 		var b strings.Builder
 		for j := 0; j < len(tok); j++ {
-			if v, n := escapedByte(tok[j:]); n > 0 {
+			if n, v, _ := escapeAt(tok, j, false); n > 0 {
 				switch {
 				case v < ' ' || v >= 0x7f:
 					binary = true
-				case isAlnum(v):
+				case isAlnum(byte(v)):
 					alnums++
 				}
-				b.WriteByte(v)
+				b.WriteRune(v)
 				j += n - 1
 				continue
 			}
@@ -218,37 +219,6 @@ func overEscaped(t Text) []Finding {
 		}
 	}
 	return nil
-}
-
-// escapedByte reads a \u00HH or \xHH escape at the start of s: the byte it
-// stands for and its length, or a length of 0. Escapes of code points
-// above U+00FF stand for no single byte and count as binary (0xFF).
-func escapedByte(s string) (byte, int) {
-	if len(s) < 4 || s[0] != '\\' {
-		return 0, 0
-	}
-	n := 0
-	switch s[1] {
-	case 'x':
-		n = 4
-	case 'u':
-		n = 6
-	default:
-		return 0, 0
-	}
-	if len(s) < n {
-		return 0, 0
-	}
-	for _, c := range []byte(s[2:n]) {
-		if !isHexDigit(c) {
-			return 0, 0
-		}
-	}
-	v, _ := strconv.ParseUint(s[2:n], 16, 32)
-	if v > 0xff {
-		return 0xff, n
-	}
-	return byte(v), n
 }
 
 // disguised is t's invisible-character and homoglyph findings; none for
