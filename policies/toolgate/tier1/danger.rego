@@ -183,7 +183,9 @@ header_credential_name(m) if {
 # uploaded to cloud storage, copied to a remote host, mail forwarded by a
 # rule) is dropped when every bucket, host and address its argument sends to
 # is written in the trusted text ("sync ./public to the docs-site-prod
-# bucket", "forward anything from the school to sam@..."). A place only the
+# bucket", "forward anything from the school to sam@...", "rsync it to
+# backup01" for backup01.lap.local, a host only the private network
+# resolves, which is named by its first label too). A place only the
 # agent's reading gave, or none named at all, still asks a person, and so
 # does a mail rule that also hides what it forwards (deletes it, moves it
 # out of the inbox, marks it read): the shape of a mailbox taken over. An
@@ -193,12 +195,25 @@ named_destination(m) if {
 	value := object.get(input, split(m.where, "."), null)
 	text := argument_text(value)
 	not regex.match(hidden_mail_pattern, text)
-	dests := [lower(concat("", array.slice(d, 1, 4))) | some d in regex.find_all_string_submatch_n(destination_pattern, text, 16)]
+	dests := [lower(concat("", array.slice(d, 1, 5))) | some d in regex.find_all_string_submatch_n(destination_pattern, text, 16)]
 	count(dests) > 0
 	every d in dests {
-		some t in facts.texts.trusted
-		contains(lower(t), d)
+		named_in_trusted(d)
 	}
+}
+
+named_in_trusted(d) if {
+	some t in facts.texts.trusted
+	contains(lower(t), d)
+}
+
+# A host only the private network resolves (backup01.lap.local) is also
+# named by its first label, as a word of its own ("rsync it to backup01").
+named_in_trusted(d) if {
+	regex.match(`^[a-z0-9-]{4,63}\.(?:[a-z0-9-]+\.)*(?:local|lan|internal|home\.arpa)$`, d)
+	label := split(d, ".")[0]
+	some t in facts.texts.trusted
+	regex.match(sprintf(`(?i)(?:^|[^\w.-])%s(?:$|[^\w.-]|\.(?:$|\s))`, [label]), t)
 }
 
 # A message-wide hit (DANGER-258: records attached for a webmail address)
@@ -317,7 +332,7 @@ host_within(host, domain) if endswith(host, concat("", [".", domain]))
 # or the address a mail rule forwards to (a forward, forwardTo or redirectTo
 # field; PowerShell's -ForwardTo, -RedirectTo, -ForwardingSmtpAddress;
 # GAM's forward on).
-destination_pattern := `(?i)\b(?:s3|s3a|gs|az|abfss?|wasbs?|r2|oss)://([a-z0-9][a-z0-9._-]{2,62})|[\w.-]+@([a-z0-9][a-z0-9.-]{2,253}):|(?:"(?:forward|forwardto|forwardasattachmentto|redirectto)"\s*:\s*\[?\s*"|-(?:forwardto|forwardasattachmentto|redirectto|forwardingsmtpaddress)\s+['"]?(?:smtp:)?|\bforward\s+on\s+)([\w.+-]+@[\w.-]+\.[a-z]{2,})`
+destination_pattern := `(?i)\b(?:s3|s3a|gs|az|abfss?|wasbs?|r2|oss)://([a-z0-9][a-z0-9._-]{2,62})|[\w.-]+@([a-z0-9][a-z0-9.-]{2,253}):|(?:^|[\s'"])([a-z0-9][a-z0-9-]{0,62}(?:\.[a-z0-9-]{1,63})+):[/~]|(?:"(?:forward|forwardto|forwardasattachmentto|redirectto)"\s*:\s*\[?\s*"|-(?:forwardto|forwardasattachmentto|redirectto|forwardingsmtpaddress)\s+['"]?(?:smtp:)?|\bforward\s+on\s+)([\w.+-]+@[\w.-]+\.[a-z]{2,})`
 
 danger_outcome(m) := "pending" if {
 	category == "agent"

@@ -162,6 +162,24 @@ test_scp_to_a_host_the_person_named if {
 	not "DANGER-041" in codes(d)
 }
 
+# rsync or scp to host:/path without a user names the host too; a host only
+# the private network resolves is also named by its first label ("rsync it
+# to backup01"), a public one only in full.
+test_rsync_to_a_private_host_named_by_its_short_name if {
+	d := tier1.decision with input as req("trusted", "bash", {"command": "rsync -a /backup/db/ backup01.lap.local:/vault/db/"}, [user("dump the database and rsync it to backup01 vault")])
+	not "DANGER-041" in codes(d)
+}
+
+test_rsync_to_a_host_nobody_named if {
+	d := tier1.decision with input as req("trusted", "bash", {"command": "rsync -a /backup/db/ backup01.lap.local:/vault/db/"}, [user("dump the database and rsync it to backup02")])
+	"DANGER-041" in codes(d)
+}
+
+test_rsync_to_a_public_host_needs_its_full_name if {
+	d := tier1.decision with input as req("trusted", "bash", {"command": "rsync -a /backup/db/ backup01.example.net:/vault/db/"}, [user("dump the database and rsync it to backup01")])
+	"DANGER-041" in codes(d)
+}
+
 # With the default rules: credentials named in the headers of an HTTP call
 # that authenticates there are its own credentials (header_credential_name),
 # and so is a key's value in a header named for one;
