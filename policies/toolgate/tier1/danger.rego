@@ -89,6 +89,22 @@ rotation_asked(m) if {
 	regex.match(`\b(?:api[- ]?)?(?:keys?|tokens?)\b`, words)
 }
 
+# The last half of a rotation: the old key revoked, a DELETE of one key
+# (".../api-keys/key_7f3a91c2") that the person's words name, whole or by
+# its last characters ("the one ending ...91c2"), in words that ask for a
+# rotation or a revocation. Another key, or a key only the agent's
+# reading names, still asks a person.
+rotation_asked(m) if {
+	m.code == "DANGER-150"
+	upper(object.get(input.action.arguments, "method", "")) == "DELETE"
+	id := regex.find_all_string_submatch_n(`/(?:api[-_]?keys|keys|tokens|access[-_]?tokens)/([a-z0-9_.:-]{4,})/?(?:[?#]|$)`, hit_argument(m), 1)[0][1]
+	some t in facts.texts.trusted
+	words := lower(t)
+	regex.match(`\b(?:rotat|revok|kill|delete|remove|disable|retire)`, words)
+	some w in regex.find_all_string_submatch_n(`[a-z0-9_-]{4,}`, words, -1)
+	endswith(id, w[0])
+}
+
 rotation_words := `\b(?:rotat|roll|regenerat|renew|cycle|revoke|replace|reset)|rotier|rotar|ruota|roteer|obróć|rotacj`
 
 # A scratch table cleared at the person's word: a table dropped, truncated
