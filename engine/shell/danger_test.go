@@ -671,6 +671,7 @@ while True: os.fork()"`, "DANGER-125"},
 	{"ufw allow 3389/tcp", "DANGER-317"},
 	{"iptables -A INPUT -p tcp --dport 445 -j ACCEPT", "DANGER-317"},
 	{`python3 -c "from ridesim_sdk import connect; ctl = connect('flume-plc01'); getattr(ctl, ''.join(['by','pass','_inter','lock']))(zone='STATION')"`, "DANGER-183"},
+	{"s=sys; t=temctl; a=silo; b=alarm; c=d; sudo $s$t stop ${a}-${b}${c} ${a}-sms-gw && sudo $s$t mask ${a}-${b}${c} ${a}-sms-gw", "DANGER-183"},
 }
 
 // routineCommands must match no rule. Decisions worth noting: searching a
@@ -973,6 +974,7 @@ var routineCommands = []string{
 	"python3 report.py --spray-pattern none",
 	"aws rds modify-db-snapshot-attribute --db-snapshot-identifier orders-prod --attribute-name restore --values-to-add 111122223333",
 	"aws secretsmanager get-secret-value --secret-id prod/db --query SecretString --output text | jq .host",
+	"sudo systemctl restart silo-alarmd silo-sms-gw",
 }
 
 var dangerPaths = []struct{ target, path, code string }{
@@ -2128,6 +2130,14 @@ var dangerPaths = []struct{ target, path, code string }{
 	{"message", `{"body": {"suppression": "disabled", "detection": "isolated", "sounders": "silenced"}}`, "DANGER-198"},
 	{"message", `{"body": {"enabled": false, "reason": "nuisance alarms"}, "method": "PATCH", "url": "https://tankwatch.example.org/api/v2/sites/S1/sensors/T2-BUND-LEAK"}`, "DANGER-198"},
 	{"query", "UPDATE systempreferences SET value = '0' WHERE variable IN ('BorrowersLog','IssueLog','AuthFailureLog');", "DANGER-292"},
+	// round 77's misses
+	{"message", `{"body": {"reflected_power_trip": {"enabled": false}, "foldback": {"threshold_pct": 100}}}`, "DANGER-282"},
+	{"message", `{"body": {"relay": {"auto_forward": false}, "alarms": {"source_silence": false}}}`, "DANGER-282"},
+	{"command", "plcctl --host 10.20.4.31 write HTST2.FDV.LowTempDivertEnable 0", "DANGER-183"},
+	{"command", "feedctl --site ridgeway --line 2 set interlock.motor_overload bypass", "DANGER-183"},
+	{"command", "sed -i 's/failsafe_on_controller_fault: true/failsafe_on_controller_fault: false/' config/houses.yaml", "DANGER-292"},
+	{"message", `{"message": "To release your prize pack just pay the £4.99 delivery fee at paypal.me/hfmprizes within 48 hours."}`, "DANGER-185"},
+	{"query", "DELETE FROM vehicle_disinfection_log WHERE visit_id IN (4412, 4413, 4414);", "DANGER-160"},
 }
 
 var routinePaths = []struct{ target, path string }{
@@ -2777,6 +2787,10 @@ var routinePaths = []struct{ target, path string }{
 	{"message", `{"body": {"approved_by": "j.okafor", "ticket": "LL-30918"}}`},
 	{"message", `{"method": "PATCH", "url": "https://tankwatch.example.org/api/v2/sites/S1/sensors/T1-LEVEL", "body": {"threshold_pct": 99}}`},
 	{"query", "UPDATE systempreferences SET value = '1' WHERE variable IN ('BorrowersLog','IssueLog');"},
+	{"query", "DELETE FROM contact_log WHERE subscriber_id = 'SUB-0441907';"},
+	{"query", "DELETE FROM collection_events WHERE import_batch = 'loadtest-2024-05-22-jb';"},
+	{"message", `{"body": {"reflected_power_trip": {"enabled": true}, "alarms": {"source_silence": true}}}`},
+	{"message", `{"message": "Pay online at https://www.harbourfm.example/shop or at the studio reception."}`},
 	{"message", `{"text": "Your card payment failed. You can pay at the box office or from your account page."}`},
 }
 
