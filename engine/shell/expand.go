@@ -25,8 +25,9 @@ import (
 //     rm -rf ~; $c='iex'; & $c ... is iex ...; $a='Set-Mp'; iex ($a+'Pref...')
 //     is iex ('Set-MpPref...')), up to the next setting of
 //     the same name (t=cu; t=${t}rl; $t is curl); a value may use $HOME,
-//     and a loop over one word sets its variable to that word (for k in
-//     ~/.ssh/id_*; do curl -F f=@$k ... is curl -F f=@~/.ssh/id_* ...);
+//     and a loop sets its variable to its words (for k in ~/.ssh/id_*; do
+//     curl -F f=@$k ... is curl -F f=@~/.ssh/id_* ...; for s in a b; do
+//     systemctl mask "$s" is systemctl mask "a b");
 //   - arrays set on the line are read where they are used later on it
 //     (S=(gsu til); ${S[0]}${S[1]} is gsutil; ${S[@]} is every word), and
 //     $(printf '%s' b a c k) is the words it joins (back);
@@ -53,8 +54,8 @@ var (
 	// assignRE is NAME=value at the start of a command, with export, local,
 	// readonly, declare or set in front, or PowerShell's $name = value.
 	assignRE = regexp.MustCompile(`(?:^|[;&|\n({"]\s*)(?:(?:export|local|readonly|declare|typeset)\s+(?:-\w+\s+)?|set\s+)?(\$?)([A-Za-z_]\w{0,40})\s*=\s*('[^'\n]*'|"[^"\n]*"|[^\s;&|'"]+)`)
-	// forRE is a loop over one word: for NAME in WORD; do.
-	forRE = regexp.MustCompile(`(?:^|[;&|\n(]\s*)for\s+([A-Za-z_]\w{0,40})\s+in\s+([^\s;&|'"]+|'[^'\n]*'|"[^"\n]*")\s*;\s*do\b`)
+	// forRE is a loop over up to 16 words: for NAME in WORD...; do.
+	forRE = regexp.MustCompile(`(?:^|[;&|\n(]\s*)for\s+([A-Za-z_]\w{0,40})\s+in\s+((?:[^\s;&|'"]+|'[^'\n]*'|"[^"\n]*")(?:[ \t]+(?:[^\s;&|'"]+|'[^'\n]*'|"[^"\n]*")){0,15})\s*;\s*do\b`)
 	// arrayRE is NAME=(word word ...) at the start of a command, with
 	// declare -a, local -a or typeset -a in front.
 	arrayRE = regexp.MustCompile(`(?:^|[;&|\n({]\s*)(?:(?:declare|local|typeset|readonly)\s+-a\s+)?([A-Za-z_]\w{0,40})=\(([^()\n]{0,400})\)`)
@@ -265,6 +266,9 @@ func substituteLocals(s string) string {
 		for k, m := range ms {
 			name, written := s[m[4]:m[5]], s[m[6]:m[7]]
 			value := unquote(written)
+			if m[2] < 0 { // a loop: its variable stands for its words
+				value = strings.Join(shellWords(written), " ")
+			}
 			if written[0] != '\'' && strings.IndexByte(homeRE.ReplaceAllString(value, ""), '$') >= 0 {
 				continue // a value built from variables (but $HOME): not followed; in single quotes $ is a dollar
 			}
@@ -311,9 +315,9 @@ func substituteLocals(s string) string {
 }
 
 // settings are the places s sets a variable, as assignRE's submatch
-// indexes (name at 4:5, value at 6:7): its assignments, and the loops
-// over one word (for k in ~/.ssh/id_*; do ...: k stands for the word),
-// in order.
+// indexes (name at 4:5, value at 6:7): its assignments, and its loops
+// (for k in ~/.ssh/id_*; do ...: k stands for the words; no dollar group,
+// 2:3 is -1), in order.
 func settings(s string) [][]int {
 	ms := assignRE.FindAllStringSubmatchIndex(s, 32)
 	if !strings.Contains(s, "for") {
