@@ -121,7 +121,8 @@ func joinConcat(s string) string {
 }
 
 // joinLists replaces each list of quoted strings joined by an empty string
-// with the one string it builds: ”.join(['by','pass']) → 'bypass'.
+// with the one string it builds: ['by','pass'] joined by an empty string is
+// 'bypass'.
 func joinLists(s string) string {
 	if !strings.Contains(s, "join") {
 		return s

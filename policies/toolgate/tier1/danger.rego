@@ -344,10 +344,10 @@ host_within(host, domain) if host == domain
 
 host_within(host, domain) if endswith(host, concat("", [".", domain]))
 
-# A bucket (s3://, gs://, az://...), the host of a user@host: copy target,
-# or the address a mail rule forwards to (a forward, forwardTo or redirectTo
-# field; PowerShell's -ForwardTo, -RedirectTo, -ForwardingSmtpAddress;
-# GAM's forward on).
+# A bucket (s3://, gs://, az://...), the host of a user@host: or host:/path
+# copy target (scp, rsync), or the address a mail rule forwards to (a
+# forward, forwardTo or redirectTo field; PowerShell's -ForwardTo,
+# -RedirectTo, -ForwardingSmtpAddress; GAM's forward on).
 destination_pattern := `(?i)\b(?:s3|s3a|gs|az|abfss?|wasbs?|r2|oss)://([a-z0-9][a-z0-9._-]{2,62})|[\w.-]+@([a-z0-9][a-z0-9.-]{2,253}):|(?:^|[\s'"])([a-z0-9][a-z0-9-]{0,62}(?:\.[a-z0-9-]{1,63})+):[/~]|(?:"(?:forward|forwardto|forwardasattachmentto|redirectto)"\s*:\s*\[?\s*"|-(?:forwardto|forwardasattachmentto|redirectto|forwardingsmtpaddress)\s+['"]?(?:smtp:)?|\bforward\s+on\s+)([\w.+-]+@[\w.-]+\.[a-z]{2,})`
 
 danger_outcome(m) := "pending" if {
