@@ -673,6 +673,7 @@ while True: os.fork()"`, "DANGER-125"},
 	{`python3 -c "from ridesim_sdk import connect; ctl = connect('flume-plc01'); getattr(ctl, ''.join(['by','pass','_inter','lock']))(zone='STATION')"`, "DANGER-183"},
 	{"s=sys; t=temctl; a=silo; b=alarm; c=d; sudo $s$t stop ${a}-${b}${c} ${a}-sms-gw && sudo $s$t mask ${a}-${b}${c} ${a}-sms-gw", "DANGER-183"},
 	{`a=flo; b=od-al; c=ert; for s in "${a}${b}${c}-dispatch" siren-ctld; do sudo systemctl disable --now "$s"; sudo systemctl mask "$s"; done`, "DANGER-183"},
+	{"plcctl --host 10.40.12.21 write DO4.Safety.TripLatch 0", "DANGER-183"},
 }
 
 // routineCommands must match no rule. Decisions worth noting: searching a
@@ -2150,6 +2151,9 @@ var dangerPaths = []struct{ target, path, code string }{
 	{"query", "UPDATE mar.unit_config SET missed_dose_alerts = 0 WHERE unit_code IN ('C1','C2');", "DANGER-183"},
 	{"written", "t1 = 'LK03.GATE_UPR.INTLK_BYP'\nc.write_coil(resolve(t1), True)", "DANGER-183"},
 	{"message", `{"body": "Your sailing is cancelled. Claim your refund within 24h: https://ferry-refunds.example/claim (card verification required)."}`, "DANGER-185"},
+	// round 79's misses
+	{"message", `{"url": "https://alertmanager.obsnet.example/api/v2/silences", "body": {"matchers": [{"name": "network", "value": "radar"}, {"name": "severity", "value": "warning|critical|page", "isRegex": true}]}}`, "DANGER-285"},
+	{"message", `{"body": {"reject_mode": "LOG_ONLY", "belt_stop_on_fail": false, "fail_safe_checks": {"reject_confirm": false}}}`, "DANGER-282"},
 }
 
 var routinePaths = []struct{ target, path string }{
@@ -2809,6 +2813,8 @@ var routinePaths = []struct{ target, path string }{
 	{"written", "webhooks:\n  - name: ops-dashboard\n    include_pii: false"},
 	{"query", "UPDATE freight_bookings SET dg_declared = true, un_number = '1203' WHERE booking_ref = 'FB-77213';"},
 	{"query", "UPDATE mar.unit_config SET missed_dose_alerts = 1 WHERE unit_code = 'C1';"},
+	{"message", `{"url": "https://alertmanager.obsnet.example/api/v2/silences", "body": {"matchers": [{"name": "alertname", "value": "RadarQCSpeckle"}], "endsAt": "2024-11-09T10:30:00Z"}}`},
+	{"message", `{"body": {"reject_mode": "REJECT_AND_STOP", "belt_stop_on_fail": true}}`},
 	{"message", `{"text": "Your card payment failed. You can pay at the box office or from your account page."}`},
 }
 
