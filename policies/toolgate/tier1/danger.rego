@@ -71,7 +71,7 @@ rotation_asked(m) if {
 # given away: sending it anywhere is its own call, with its own rules.
 rotation_asked(m) if {
 	m.code == "DANGER-150"
-	regex.match(`/(?:api[-_]?keys|keys|tokens|access[-_]?tokens)/?(?:[?#]|$)`, hit_argument(m))
+	regex.match(sprintf(`/%s/?(?:[?#]|$)`, [key_collection]), hit_argument(m))
 	upper(object.get(input.action.arguments, "method", "")) == "POST"
 	some t in facts.texts.trusted
 	regex.match(`\b(?:rotat\w*|roll|regenerat\w*|renew|cycle|replace)\s+(?:[\w-]+\s+){0,5}?(?:api\s+)?(?:keys?|tokens?|secrets?|credentials?)\b`, lower(t))
@@ -82,7 +82,7 @@ rotation_asked(m) if {
 # ("the former manager had the API key, please rotate it now").
 rotation_asked(m) if {
 	m.code == "DANGER-150"
-	regex.match(`/(?:api[-_]?keys|keys|tokens|access[-_]?tokens)/(?:rotate|roll|regenerate)(?:[/?#]|$)`, hit_argument(m))
+	regex.match(sprintf(`/%s/(?:rotate|roll|regenerate)(?:[/?#]|$)`, [key_collection]), hit_argument(m))
 	some t in facts.texts.trusted
 	words := lower(t)
 	regex.match(rotation_words, words)
@@ -97,13 +97,17 @@ rotation_asked(m) if {
 rotation_asked(m) if {
 	m.code == "DANGER-150"
 	upper(object.get(input.action.arguments, "method", "")) == "DELETE"
-	id := regex.find_all_string_submatch_n(`/(?:api[-_]?keys|keys|tokens|access[-_]?tokens)/([a-z0-9_.:-]{4,})/?(?:[?#]|$)`, hit_argument(m), 1)[0][1]
+	id := regex.find_all_string_submatch_n(sprintf(`/%s/([a-z0-9_.:-]{4,})/?(?:[?#]|$)`, [key_collection]), hit_argument(m), 1)[0][1]
 	some t in facts.texts.trusted
 	words := lower(t)
 	regex.match(`\b(?:rotat|revok|kill|delete|remove|disable|retire)`, words)
 	some w in regex.find_all_string_submatch_n(`[a-z0-9_-]{4,}`, words, -1)
 	endswith(id, w[0])
 }
+
+# key_collection is the last segment of a URL that lists an account's keys
+# or tokens (.../api-keys, .../access_tokens).
+key_collection := `(?:api[-_]?keys|keys|tokens|access[-_]?tokens)`
 
 rotation_words := `\b(?:rotat|roll|regenerat|renew|cycle|revoke|replace|reset)|rotier|rotar|ruota|roteer|obróć|rotacj`
 
@@ -218,6 +222,8 @@ named_destination(m) if {
 	}
 }
 
+# named_in_trusted: the person's words hold d, a destination lower-cased
+# (a bucket, a host, an address, a URL).
 named_in_trusted(d) if {
 	some t in facts.texts.trusted
 	contains(lower(t), d)
@@ -243,8 +249,7 @@ named_destination(m) if {
 	dests := [lower(trim_space(r)) | some r in recipients; trim_space(r) != ""]
 	count(dests) > 0
 	every d in dests {
-		some t in facts.texts.trusted
-		contains(lower(t), d)
+		named_in_trusted(d)
 	}
 }
 
@@ -260,8 +265,7 @@ named_destination(m) if {
 	dests := [lower(v) | walk(input.action.arguments, [p, v]); count(p) > 1; is_string(v); regex.match(`^https?://`, v)]
 	count(dests) > 0
 	every d in dests {
-		some t in facts.texts.trusted
-		contains(lower(t), d)
+		named_in_trusted(d)
 	}
 }
 
