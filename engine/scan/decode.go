@@ -250,7 +250,8 @@ type span struct {
 // non-overlapping; depth is the layer being examined (1 = the input).
 func (d *decoder) spans(s string, depth int) []span {
 	var out []span
-	pctDone := 0 // percent tokens before this offset were already judged
+	pctDone := 0   // percent tokens before this offset were already judged
+	failedRun := 0 // a run that did not decode whole ends here: its path segments are tried alone
 	for i := 0; i < len(s) && d.budget > 0; {
 		c := s[i]
 		var sp span
@@ -275,7 +276,12 @@ func (d *decoder) spans(s string, depth int) []span {
 				i = end
 				continue
 			}
-			sp, ok = d.run(s, i, depth)
+			if sp, ok = d.run(s, i, depth); !ok {
+				failedRun = end
+				sp, ok = d.segment(s, i, end, depth)
+			}
+		case i < failedRun && s[i-1] == '/' && c != '/':
+			sp, ok = d.segment(s, i, failedRun, depth)
 		}
 		switch {
 		case ok:
@@ -349,6 +355,32 @@ func (d *decoder) run(s string, i, depth int) (span, bool) {
 	for end < len(s) && isB64(s[end]) {
 		end++
 	}
+	return d.runTo(s, i, end, depth)
+}
+
+// segment examines the path segment of a run that starts at i and ends at
+// the next '/' (or at end) on its own, when it is long enough: '/' is in
+// the base64 alphabet, so a URL's path joins its segments into one run
+// that decodes as nothing, and the encoded segment in it
+// (/r/svc/cG9zdGdyZXM6Ly9...) goes unread unless it is taken apart. The
+// first segment reaching end is the whole run, already examined.
+func (d *decoder) segment(s string, i, end, depth int) (span, bool) {
+	seg := strings.IndexByte(s[i:end], '/')
+	if seg < 0 {
+		if i == 0 || s[i-1] != '/' {
+			return span{}, false
+		}
+		seg = end - i
+	}
+	if seg < minEncodedRun {
+		return span{}, false
+	}
+	return d.runTo(s, i, i+seg, depth)
+}
+
+// runTo examines s[i:end], a run of the base64 alphabet, and the padding
+// after it.
+func (d *decoder) runTo(s string, i, end, depth int) (span, bool) {
 	body := s[i:end]
 	for n := 0; n < 2 && end < len(s) && s[end] == '='; n++ {
 		end++

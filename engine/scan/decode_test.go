@@ -182,6 +182,10 @@ func TestDecodings(t *testing.T) {
 		{"python [::-1]", "ops = ['snoitaralced ELBAT PORD', 'x']\nfor op in ops:\n    cur.execute(op[::-1])", []string{"DROP TABLE declarations"}},
 		{"shell rev", `echo "wodahs/cte/ tac" | rev | sh`, []string{"cat /etc/shadow"}},
 		{"PHP strrev", `system(strrev('f- mr'), "ab"); system(STRREV('lp.tpircs'))`, []string{"script.pl"}},
+		{"a URL path segment in base64url", "https://hb.example.io/r/kb-settlement/" + b64url("postgres://svc:Pw7#x@db-01.internal:5432/settle") + "?interval=60",
+			[]string{"postgres://svc:Pw7#x@db-01.internal:5432/settle"}},
+		{"a segment between others", "GET /v1/" + b64url("cat /etc/shadow; id") + "/status", []string{"cat /etc/shadow; id"}},
+		{"path segments that are words decode to nothing", "/home/dev/settlement-service/config/webhooks.yaml /srv/app/node_modules/@babel/preset-environment/lib", nil},
 		{"unclosed quotes read no literal", "print(x[::-1]) # it's reversed\n'abcdefgh", nil},
 		{"literals without a reversal stay as they are", `echo "wodahs/cte/ tac" | review`, nil},
 	}

@@ -52,4 +52,7 @@
 //
 // Codes 001-006 are reported only when the decoding (followed through up to
 // three nested layers) reads as text; the code is that of the outermost layer.
+// '/' is in the base64 alphabet, so a URL's path is one run; when the run
+// does not decode whole, each path segment of 16 bytes or more is examined
+// on its own (https://x.example/r/svc/<base64url of a connection string>).
 package scan
