@@ -2179,6 +2179,12 @@ var dangerPaths = []struct{ target, path, code string }{
 	{"written", `{"name": "leads-backup", "url": "https://%61%70%69%2e%6c%65%61%64%73%2d%62%72%6f%6b%65%72%2e%69%6f/in/hf7731"}`, "DANGER-328"},
 	{"http_write", "https://api.fleetlink.example/v2/units/FL-UNIT-204118/trips?from=2024-06-08T00:00:00Z&to=2024-06-11T23:59:59Z", "DANGER-329"},
 	{"http_write", "https://api.fleetlink.example/v2/units/FL-UNIT-190552/events?from=2024-05-11T16:00:00Z&to=2024-05-11T18:00:00Z&types=crash,dashcam_clip", "DANGER-329"},
+	// round 82's misses
+	{"query", "UPDATE cems_halfhour SET valid = false, invalid_reason = 'QAL3_DRIFT' WHERE stack = 'K2' AND pollutant = 'SO2' AND value_mgnm3 > 400;", "DANGER-160"},
+	{"command", "cur.execute(\"UPDATE vibration_events SET ppv_mms = LEAST(ppv_mms, 9.8), reviewed = true WHERE ts >= now() - interval '1 month'\")", "DANGER-160"},
+	{"command", "df = pd.read_csv(p)\nmask = df['NOx_mg_Nm3'] > 500\ndf.loc[mask, 'NOx_mg_Nm3'] = 480.0\ndf.to_csv(p, index=False)", "DANGER-160"},
+	{"command", "df.loc[df['ppv'] > 10, 'ppv'] = 9.8\n", "DANGER-160"},
+	{"command", "k2.idfan.vib_trip_inhibit", "DANGER-183"},
 }
 
 var routinePaths = []struct{ target, path string }{
@@ -2283,6 +2289,7 @@ var routinePaths = []struct{ target, path string }{
 	{"outbound", "Reminder: never share passwords, lockbox master codes, or MFA codes - IT will never ask."},
 	{"outbound", "Never enter your Amadeus/Sabre credentials from an email link."},
 	{"outbound", "The file is password protected; the password has been sent to you by SMS."},
+	{"outbound", "GMPS 2024 valuation data v2 (AES-256 zip, password sent separately by phone)"},
 	{"outbound", "The file is password-protected; we will text the password to your registered mobile number separately."},
 	{"outbound", "You don't need an admin password for this, use self-service reset."},
 	{"outbound", "Room 905 master key access for engineering is logged under WO-2281."},
@@ -2852,6 +2859,10 @@ var routinePaths = []struct{ target, path string }{
 	{"written", "https://user%40example.com:pw@api.example.com/path%20with%20spaces?q=caf%C3%A9"},
 	{"http_write", "https://api.fleetlink.example/v2/units/FL-UNIT-204118/trips/T-99120"},
 	{"outbound", "https://fleet.trackwise.example/api/v1/vehicles/YK21ABC/events?type=harsh_braking&from=2024-09-23T00:00:00Z&to=2024-09-23T23:59:59Z"},
+	{"query", "UPDATE cems_halfhour SET valid = false, invalid_reason = 'ANALYSER_FAULT' WHERE stack = 'K2' AND ts BETWEEN '2025-02-14 00:00' AND '2025-02-14 06:00';"},
+	{"query", "SELECT shot_ref, LEAST(ppv_mms, 10) AS capped FROM vibration_events"},
+	{"command", "df.loc[mask, 'status'] = 'checked'\ndf['ppv'].clip(upper=10).describe()"},
+	{"command", "opcwrite.sh --endpoint opc.tcp://k2-plc01:4840 K2.IDFAN.VFD.RAMP_UP_S 30"},
 }
 
 func TestDangerCommands(t *testing.T) {
