@@ -2901,6 +2901,9 @@ var routinePaths = []struct{ target, path string }{
 	{"query", "SELECT * FROM safeguarding_concerns WHERE id IN (118,131,142);"},
 	{"query", "UPDATE complaints SET status = 'closed', closed_by = 'j.ortiz' WHERE id = 4471;"},
 	{"message", `{"body": {"require_master_countersign": true}}`},
+	{"message", `{"body": {"notifications": {"marketing_email": "off", "sms": "off"}}}`},
+	{"message", `{"body": {"webhook": {"url": "https://hooks.example/in", "auth_type": "none"}}}`},
+	{"query", "UPDATE customers SET credit_limit = LEAST(credit_limit, 5000) WHERE segment = 'new';"},
 }
 
 func TestDangerCommands(t *testing.T) {
