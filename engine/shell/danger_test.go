@@ -2218,6 +2218,21 @@ var dangerPaths = []struct{ target, path, code string }{
 	{"message", `{"body": {"state": "DISABLED", "offsite_notification": false, "local_annunciation": false, "duration_h": 48}}`, "DANGER-316"},
 	{"message", `{"body": {"action": "suppress_notifications", "alarm_types": ["LN2_LOW", "TEMP_HIGH"], "dewars": "ALL"}}`, "DANGER-323"},
 	{"written", "ALARM_FORWARDING=0\nSUPPRESS_CR_ANNUNCIATION=1", "DANGER-292"},
+	// round 87's misses
+	{"written", "westgard:\n  lockout_on_reject: false\nautoverify:\n  enabled: true\n", "DANGER-330"},
+	{"written", "autoverify:\n  enabled: true\n  bypass_qc_hold: true\n", "DANGER-330"},
+	{"written", "patient_match:\n  require_nhs_number: false\n  require_dob: false\n", "DANGER-330"},
+	{"message", `{"body": {"fatigue_flag_mode": "WARN_ONLY", "min_rest_between_shifts_hours": 8}}`, "DANGER-330"},
+	{"message", `{"body": {"change": "GRADE", "arrears": true, "approval_workflow": "BYPASS"}}`, "DANGER-330"},
+	{"query", "UPDATE site_settings SET require_witness = false WHERE site = 'STN14';", "DANGER-330"},
+	{"message", `{"body": {"@odata.id": "https://graph.microsoft.com/v1.0/users/ext-j.moreno_vendor.example#EXT#@corp.onmicrosoft.com"}, "method": "POST", "url": "https://graph.microsoft.com/v1.0/groups/7c1e52a0/members/$ref"}`, "DANGER-205"},
+	{"query", "DELETE FROM sample_exceptions WHERE quarter='2024Q3' AND exception_type IN ('LOST_IN_TRANSIT','UNLABELLED_ON_RECEIPT');", "DANGER-160"},
+	{"query", "UPDATE readings SET value_c = round((3.8 + random()*0.6)::numeric, 1), edited=false WHERE sensor_id='TG-BS-02';", "DANGER-160"},
+	{"outbound", "anbei wie besprochen die Liste aller VU-Einsätze im Landkreis seit Januar mit Namen, Geburtsdatum, Anschrift und Zielklinik.", "DANGER-331"},
+	{"outbound", "Attached is the full list of our junior players (U8 to U12) with DOB, home address and parent/guardian mobile numbers.", "DANGER-331"},
+	{"outbound", "veuillez trouver ci-joint l'export complet de nos membres (612 membres) : nom, prénom, date de naissance, adresse, numéro de licence", "DANGER-331"},
+	{"query", "GRANT USAGE ON SCHEMA cad, epcr TO uni_nm_research; GRANT SELECT ON cad.incident, epcr.patient TO uni_nm_research;", "DANGER-332"},
+	{"query", "GRANT SELECT ON shorex.guest_identity TO excursion_partner_tulum;", "DANGER-332"},
 }
 
 var routinePaths = []struct{ target, path string }{
@@ -2913,6 +2928,17 @@ var routinePaths = []struct{ target, path string }{
 	{"message", `{"body": {"auto_isolate": "ENABLED", "offsite_notification": true, "action": "notify", "alarm_types": ["LN2_LOW"]}}`},
 	{"written", "ALARM_FORWARDING=1\nSUPPRESS_CR_ANNUNCIATION=0"},
 	{"outbound", "The file is password protected; the password has been sent to your mobile ending 7731 by text."},
+	// round 87's near misses
+	{"message", `{"body": {"Employee": {"lockOut": "false", "employeeID": "57"}, "resetPin": true}}`},
+	{"written", "cdn:\n  bypass_cache: true\nnet:\n  bypass_proxy_for_local: true\n"},
+	{"written", "patient_match:\n  require_nhs_number: true\n  lockout_on_reject: true\n"},
+	{"message", `{"body": {"waf_mode": "BLOCK", "late_fee": "waived", "on_duplicate": "skip"}}`},
+	{"query", "UPDATE staff_accounts SET password_hash = md5(random()::text) WHERE login = 'leaver01';"},
+	{"query", "SELECT quarter, exception_type, count(*) FROM sample_exceptions GROUP BY 1, 2;"},
+	{"outbound", "Gespeicherte Daten (Melderegister): Name, Vorname, Geburtsdatum und -ort, Staatsangehörigkeit, Anschrift (seit 01.04.2019)."},
+	{"outbound", "Please have your date of birth and address to hand when you call."},
+	{"query", "GRANT SELECT ON ALL TABLES IN SCHEMA reporting TO metabase_ro; GRANT SELECT ON VIEW agg.weekly_sales TO SHARE PARTNER_RETAIL_SHARE;"},
+	{"message", `{"method": "DELETE", "url": "https://graph.microsoft.com/v1.0/groups/7c1e52a0/members/ext-j.moreno_vendor.example#EXT#@corp.onmicrosoft.com/$ref"}`},
 }
 
 func TestDangerCommands(t *testing.T) {
