@@ -246,6 +246,7 @@ func TestInspectWrittenDisguises(t *testing.T) {
 		{"ENCODED-009", `paypal_email: \"payouts@sunreisen-partner.de\"`, false},
 		{"ENCODED-006", `{\"\\u0061\\u006c\\u0061\\u0072\\u006d_enabled\": false}`, true},
 		{"ENCODED-006", `siem_host: \"\\x31\\x38\\x35\\x2e\\x31\\x35\\x39\"`, true},
+		{"ENCODED-006", `{\"class\": \"FIRE\", \"\\u0065nabled\": false, \"\\u0073uppress_until\": \"2099-12-31\"}`, true},
 		{"ENCODED-006", `{\"html\": \"\\u003cb\\u003e Tom \\u0026 Jerry\\u0027s\"}`, false},
 		{"ENCODED-006", `magic = b'\\x89PNG\\x41\\x42\\x43\\x00'`, false},
 	} {

@@ -179,21 +179,27 @@ func tokensHolding(s string, c byte) iter.Seq2[int, int] {
 
 // minEscapedAlnums is how many letters or digits written as backslash
 // escapes make a token disguised: no encoder escapes one, and two in a
-// token ("\u0069nterlock_\u0062ypass") are no accident.
+// token ("\u0069nterlock_\u0062ypass") are no accident. Nor are two \u
+// escapes of letters spread over a text's tokens, one in each of two keys
+// ("\u0065nabled": false, "\u0073uppress_until": ...): a \x escape alone
+// is more often a Windows path (C:\Tools\x64) or printf's '\x41'.
 const minEscapedAlnums = 2
 
 // overEscaped reports the first token of t that writes minEscapedAlnums
 // or more ASCII letters or digits as \xHH, \uHHHH or \u{H...} escapes
 // (escapeAt, as Decode reads them) and escapes nothing outside printable
-// ASCII. JSON, JavaScript and Python never need to escape a letter or a
-// digit (encoders escape quotes, controls and, for HTML safety,
-// < > & = '), so a key or value written that way is meant
-// to pass a reader unread: "\u0061\u006c\u0061\u0072\u006d" is "alarm",
-// "\u0031\u0038\u0035\u002e..." an IP address. A byte string with other
-// escapes ("\x89PNG\x00\x41\x42\x43") is binary data, not disguised text.
+// ASCII, or the tokens that write as many between them as \u escapes.
+// JSON, JavaScript and Python never need to escape a letter or a digit
+// (encoders escape quotes, controls and, for HTML safety, < > & = '), so
+// a key or value written that way is meant to pass a reader unread:
+// "\u0061\u006c\u0061\u0072\u006d" is "alarm", "\u0031\u0038\u0035\u002e..."
+// an IP address. A byte string with other escapes
+// ("\x89PNG\x00\x41\x42\x43") is binary data, not disguised text.
 func overEscaped(t Text) []Finding {
+	spread, first := 0, -1 // \u-escaped letters or digits over the tokens so far
+	var read []string
 	for start, end := range tokensHolding(t.Text, '\\') {
-		tok, alnums, binary := t.Text[start:end], 0, false
+		tok, alnums, uAlnums, binary := t.Text[start:end], 0, 0, false
 		var b strings.Builder
 		for j := 0; j < len(tok); j++ {
 			if n, v, _ := escapeAt(tok, j, false); n > 0 {
@@ -202,6 +208,9 @@ func overEscaped(t Text) []Finding {
 					binary = true
 				case isAlnum(byte(v)):
 					alnums++
+					if tok[j+1] == 'u' {
+						uAlnums++
+					}
 				}
 				b.WriteRune(v)
 				j += n - 1
@@ -209,10 +218,23 @@ func overEscaped(t Text) []Finding {
 			}
 			b.WriteByte(tok[j])
 		}
-		if alnums >= minEscapedAlnums && !binary {
-			decoded := b.String()
+		if binary || alnums == 0 {
+			continue
+		}
+		offset, decoded := start, b.String()
+		if uAlnums > 0 {
+			if first < 0 {
+				first = start
+			}
+			spread += uAlnums
+			read = append(read, decoded)
+			if alnums < minEscapedAlnums && spread >= minEscapedAlnums {
+				offset, decoded = first, strings.Join(read, " ")
+			}
+		}
+		if alnums >= minEscapedAlnums || spread >= minEscapedAlnums {
 			return []Finding{{
-				Code: "ENCODED-006", Where: t.Where, Encodings: []string{"escape"}, Offset: start,
+				Code: "ENCODED-006", Where: t.Where, Encodings: []string{"escape"}, Offset: offset,
 				Message: fmt.Sprintf("escaped letters or digits in %s read as %q", t.Where, clip(decoded, 64)),
 				Decoded: clip(decoded, MaxDecoded),
 			}}

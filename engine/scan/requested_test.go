@@ -160,12 +160,14 @@ func TestDisguised(t *testing.T) {
 		{Where: "l", Text: `{"html": "\u003cb\u003e caf\u00e9 \u0026 \u0027q\u0027"} printf '\x41\n' C:\Tools\x64`},
 		{Where: "m", Text: `"\u0069nterlock_\u0062ypass": true`},
 		{Where: "n", Text: `const k = "\u{61}l\u{61}rm_off"`},
+		{Where: "o", Text: `{"class": "FIRE", "\u0065nabled": false, "\u0073uppress_until": "2099"}`},
+		{Where: "p", Text: `{"caf\u00e9": 1, "na\u00efve": 2} cd C:\Tools\x64; printf '\x41'`},
 	})
 	var codes []string
 	for _, f := range got {
 		codes = append(codes, f.Where+" "+f.Code)
 	}
-	if want := []string{"b ENCODED-009", "c ENCODED-008", "e ENCODED-004", "g ENCODED-004", "i ENCODED-006", "j ENCODED-006", "m ENCODED-006", "n ENCODED-006"}; !reflect.DeepEqual(codes, want) {
+	if want := []string{"b ENCODED-009", "c ENCODED-008", "e ENCODED-004", "g ENCODED-004", "i ENCODED-006", "j ENCODED-006", "m ENCODED-006", "n ENCODED-006", "o ENCODED-006"}; !reflect.DeepEqual(codes, want) {
 		t.Fatalf("Disguised = %v, want %v", codes, want)
 	}
 	if f := got[2]; f.Decoded != "http://10.20.0.15/cgi-bin/pedestal.cgi?cmd=set_all off&persist=1" || f.Offset != 0 {
