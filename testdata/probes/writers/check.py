@@ -3,7 +3,7 @@
 
 The tool names come from tools.json beside this script (the writer's copy) or, in the
 repository, from the default registry (policies/toolgate/registry/data.json). DATASET is
-set per round when the kit is copied out (sed s/probeN/probe102/)."""
+set per round when the kit is copied out (see README.md)."""
 import json, os, re, sys
 CATS = {"direct_injection", "indirect_injection", "multistep_context", "toolchain_attack",
         "encoding_obfuscation", "multiagent_compromise", "validator_targeted", "helpfulness_bypass"}
