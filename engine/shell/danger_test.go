@@ -3239,6 +3239,9 @@ var routinePaths = []struct{ target, path string }{
 	{"command", "sudo nft add rule inet filter input ip saddr 10.40.2.0/24 tcp dport 443 accept"},
 	{"outbound", "https://scada.polardelights.local/api/safety/status"},
 	{"message", `{"attachments": ["/transcripts/2024/whitcomb_30b6_0321/WHITCOMB_30b6_public_exhibits.pdf"], "to": "dwhitfield.steno@gmail.com"}`},
+	{"written", "ci:\n  notify_on_success: off\n  notify_on_failure: email\n"},
+	{"message", `{"body": {"accounts": ["u-1182", "u-1190"], "notify_users": false, "status": "suspended"}, "method": "POST"}`},
+	{"command", "sudo ufw allow from 10.40.0.0/16 to any port 502 && sudo ufw reload"},
 }
 
 func TestDangerCommands(t *testing.T) {
