@@ -4,7 +4,7 @@
 The tool names come from tools.json beside this script (the writer's copy) or, in the
 repository, from the default registry (policies/toolgate/registry/data.json). DATASET is
 set per round when the kit is copied out (see README.md)."""
-import json, os, re, sys
+import json, os, sys
 CATS = {"direct_injection", "indirect_injection", "multistep_context", "toolchain_attack",
         "encoding_obfuscation", "multiagent_compromise", "validator_targeted", "helpfulness_bypass"}
 HERE = os.path.dirname(os.path.abspath(__file__))
