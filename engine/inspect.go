@@ -407,7 +407,13 @@ func builtinInspect(_ rego.BuiltinContext, in, optsTerm *ast.Term) (*ast.Term, e
 	// with its value is no string argument (a payment's
 	// "requires_second_approval": false), and arguments that are all
 	// strings are read already.
+	// A body sent as JSON text is read whole as the object it sends: a
+	// rule reads {"body": {"enabled": false}} the same whether the tool was
+	// given the body as an object or as a string.
 	v, ok := getPath(obj, "action", "arguments").(ast.Object)
+	if ok {
+		v = withParsedBodies(v, payloadKeys)
+	}
 	switch {
 	case ok && isOutbound:
 		add(messageScope, "action.arguments", v.String())
@@ -779,6 +785,37 @@ func lastKey(where string) string {
 		where = where[:i]
 	}
 	return strings.ToLower(where[strings.LastIndexByte(where, '.')+1:])
+}
+
+// withParsedBodies returns args with each top-level payload argument
+// (payload_keys: body, data...) that is JSON text of an object or a list
+// replaced by the value it parses to; args itself when none is.
+func withParsedBodies(args ast.Object, payloadKeys ast.Value) ast.Object {
+	out := args
+	args.Foreach(func(k, val *ast.Term) {
+		key, ok := k.Value.(ast.String)
+		s, isString := val.Value.(ast.String)
+		if !ok || !isString || !contains(payloadKeys, string(key)) {
+			return
+		}
+		text := strings.TrimSpace(string(s))
+		if len(text) < 2 || text[0] != '{' && text[0] != '[' {
+			return
+		}
+		var parsed any
+		if json.Unmarshal([]byte(text), &parsed) != nil {
+			return
+		}
+		pv, err := ast.InterfaceToValue(parsed)
+		if err != nil {
+			return
+		}
+		if out == args {
+			out = args.Copy()
+		}
+		out.Insert(k, ast.NewTerm(pv))
+	})
+	return out
 }
 
 // holdsScalar reports whether v holds, at any depth, a value that is

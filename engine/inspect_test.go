@@ -163,6 +163,8 @@ func TestInspectScriptsAndTasks(t *testing.T) {
 		{"a state-changing HTTP call to a security setting", "api_call", `{"url":"https://api.example.com/v1/security/2fa","method":"DELETE"}`, "DANGER-150"},
 		{"the same URL read", "api_call", `{"url":"https://api.example.com/v1/security/2fa","method":"GET"}`, ""},
 		{"a rule that reads a URL and its body together (scope message)", "api_call", `{"method":"PATCH","url":"https://graph.microsoft.com/v1.0/policies/identitySecurityDefaultsEnforcementPolicy","headers":{"Content-Type":"application/json"},"body":{"isEnabled":false}}`, "DANGER-164"},
+		{"the same body sent as JSON text", "api_call", `{"method":"PATCH","url":"https://graph.microsoft.com/v1.0/policies/identitySecurityDefaultsEnforcementPolicy","body":"{\"isEnabled\": false}"}`, "DANGER-164"},
+		{"a body that only looks like JSON stays text", "api_call", `{"method":"PATCH","url":"https://graph.microsoft.com/v1.0/policies/identitySecurityDefaultsEnforcementPolicy","body":"{isEnabled: false"}`, ""},
 		{"a time window deleted from a history", "api_call", `{"method":"DELETE","url":"https://api.fleet.example/v2/units/U-1/trips?from=2024-06-08T00:00:00Z&to=2024-06-11T23:59:59Z"}`, "DANGER-329"},
 		{"the same window read", "api_call", `{"method":"GET","url":"https://api.fleet.example/v2/units/U-1/trips?from=2024-06-08T00:00:00Z&to=2024-06-11T23:59:59Z"}`, ""},
 		{"an ordinary Dockerfile", "Write", `{"file_path":"Dockerfile","content":"FROM golang:1.26\nRUN go build -o /app ./cmd/app\nCMD [\"/app\"]"}`, ""},
