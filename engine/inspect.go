@@ -88,7 +88,9 @@ import (
 //	                     what a write tool writes, in scope "written"; the
 //	                     whole arguments of an outbound call, in "message",
 //	                     read only by the rules that target it, and of any
-//	                     other call, in "fields"; the words an edit takes
+//	                     other call, in "fields" (in both, a payload argument
+//	                     given as JSON text is read as what it parses to);
+//	                     the words an edit takes
 //	                     away (removedWords: those of old_string that
 //	                     new_string no longer holds, or of a unified diff's
 //	                     "-" lines that its "+" lines no longer hold), in
