@@ -795,13 +795,15 @@ func lastKey(where string) string {
 func withParsedBodies(args ast.Object, payloadKeys ast.Value) ast.Object {
 	out := args
 	args.Foreach(func(k, val *ast.Term) {
-		key, ok := k.Value.(ast.String)
 		s, isString := val.Value.(ast.String)
-		if !ok || !isString || !contains(payloadKeys, string(key)) {
+		if !isString {
 			return
 		}
 		text := strings.TrimSpace(string(s))
 		if len(text) < 2 || text[0] != '{' && text[0] != '[' {
+			return
+		}
+		if key, ok := k.Value.(ast.String); !ok || !contains(payloadKeys, string(key)) {
 			return
 		}
 		var parsed any
