@@ -659,12 +659,8 @@ func bodyFields(a argText) []argText {
 	var out []argText
 	switch {
 	case len(text) > 1 && (text[0] == '{' || text[0] == '['):
-		var v any
-		if json.Unmarshal([]byte(text), &v) != nil {
-			return nil
-		}
-		av, err := ast.InterfaceToValue(v)
-		if err != nil {
+		av := jsonValue(text)
+		if av == nil {
 			return nil
 		}
 		walkStrings(av, a.where, func(where, s string) {
@@ -806,12 +802,8 @@ func withParsedBodies(args ast.Object, payloadKeys ast.Value) ast.Object {
 		if key, ok := k.Value.(ast.String); !ok || !contains(payloadKeys, string(key)) {
 			return
 		}
-		var parsed any
-		if json.Unmarshal([]byte(text), &parsed) != nil {
-			return
-		}
-		pv, err := ast.InterfaceToValue(parsed)
-		if err != nil {
+		pv := jsonValue(text)
+		if pv == nil {
 			return
 		}
 		if out == args {
@@ -820,6 +812,20 @@ func withParsedBodies(args ast.Object, payloadKeys ast.Value) ast.Object {
 		out.Insert(k, ast.NewTerm(pv))
 	})
 	return out
+}
+
+// jsonValue returns what text, JSON, parses to, as an AST value; nil when
+// it does not parse.
+func jsonValue(text string) ast.Value {
+	var v any
+	if json.Unmarshal([]byte(text), &v) != nil {
+		return nil
+	}
+	av, err := ast.InterfaceToValue(v)
+	if err != nil {
+		return nil
+	}
+	return av
 }
 
 // holdsScalar reports whether v holds, at any depth, a value that is
