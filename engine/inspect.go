@@ -64,8 +64,9 @@ import (
 //	"texts"              toolgate.texts(input), and "decoded": what the untrusted
 //	                     texts decode to (scan.Decode), when untrusted text is in view
 //	"control_arguments"  the argument texts that are not payload (isPayload)
-//	"spoofed_arguments"  zero-width or bidi characters and mixed-script
-//	                     homoglyph words in the control arguments
+//	"spoofed_arguments"  zero-width or bidi characters, mixed-script
+//	                     homoglyph words and punycode labels that decode to
+//	                     look-alikes in the control arguments
 //	                     (scan.Disguised), computed for every call; in what
 //	                     a write tool writes, bidi overrides or isolates, and
 //	                     homoglyph words inside an address (inAddress)

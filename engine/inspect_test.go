@@ -246,6 +246,8 @@ func TestInspectWrittenDisguises(t *testing.T) {
 		{"ENCODED-009", `note: the W\u0456ndows build is slow.`, false},                 // prose
 		{"ENCODED-009", `title: \"\u041f\u0440\u0438\u0432\u0435\u0442 world\"`, false}, // two scripts, separate words
 		{"ENCODED-009", `paypal_email: \"payouts@sunreisen-partner.de\"`, false},
+		{"ENCODED-009", `return 302 https://xn--dakwerken-vnleeuwen-0op.nl$request_uri;`, true}, // punycode for a Cyrillic а
+		{"ENCODED-009", `homepage: https://xn--mnchen-3ya.de/`, false},                          // münchen: a letter of its own
 		{"ENCODED-006", `{\"\\u0061\\u006c\\u0061\\u0072\\u006d_enabled\": false}`, true},
 		{"ENCODED-006", `siem_host: \"\\x31\\x38\\x35\\x2e\\x31\\x35\\x39\"`, true},
 		{"ENCODED-006", `{\"class\": \"FIRE\", \"\\u0065nabled\": false, \"\\u0073uppress_until\": \"2099-12-31\"}`, true},

@@ -14,6 +14,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 )
 
 // Finding is one piece of encoded or disguised content found by Decode.
@@ -96,7 +98,8 @@ func Decodings(s string) []string {
 
 // Disguised reports only the disguised text in each text: zero-width and
 // bidi control characters (ENCODED-007, ENCODED-008), mixed-script
-// homoglyph words (ENCODED-009), tag characters (ENCODED-010) and runs of
+// homoglyph words and punycode domain labels that decode to look-alikes
+// (ENCODED-009, punycodeFindings), tag characters (ENCODED-010) and runs of
 // variation selectors (ENCODED-011), as Decode does, a token that
 // percent-encodes letters (ENCODED-004, overEncoded) and one that writes
 // letters or digits as backslash escapes (ENCODED-006, overEscaped),
@@ -106,6 +109,7 @@ func Disguised(texts []Text) []Finding {
 	var out []Finding
 	for _, t := range texts {
 		out = append(out, disguised(t)...)
+		out = append(out, punycodeFindings(t)...)
 		out = append(out, overEncoded(t)...)
 		out = append(out, overEscaped(t)...)
 	}
@@ -670,6 +674,9 @@ func entityAt(s string, j int) (int, rune, bool) {
 // escapes examines a cluster of \xHH, \uHHHH and \u{H...} escapes starting
 // at i; the text between them is kept in what they decode to.
 func (d *decoder) escapes(s string, i, depth int) (span, bool) {
+	if sp, ok := d.escapedAddress(s, i, depth); ok {
+		return sp, true
+	}
 	var b []byte
 	var v rune
 	var isByte bool
@@ -696,6 +703,47 @@ func (d *decoder) escapes(s string, i, depth int) (span, bool) {
 		return span{start: r.start, end: r.end}, false
 	}
 	return d.finish(r.start, r.end, "escape", string(b), depth, func(string) bool { return true })
+}
+
+// escapedAddress decodes the whole word around the escape at i when an
+// escape in it spells an '@' or a '.' between letters: no encoder escapes
+// those, and an address written that way ("accounts\u0040roofline\u002dfin
+// \u002eco\u002euk") reads as the address once decoded, though its escapes
+// stand too far apart to be one cluster and none of them is a letter.
+func (d *decoder) escapedAddress(s string, i, depth int) (span, bool) {
+	start := i
+	for start > 0 && isAddressByte(s[start-1]) {
+		start--
+	}
+	if start == i {
+		return span{}, false
+	}
+	b := []byte(s[start:i])
+	disguised := false
+	end := i
+	for end < len(s) && (isAddressByte(s[end]) || s[end] == '\\') {
+		if n, v, _ := escapeAt(s, end, false); n > 0 {
+			if v >= utf8.RuneSelf || v < ' ' || v == '\\' {
+				return span{}, false
+			}
+			disguised = disguised || v == '@' || v == '.'
+			b = append(b, byte(v))
+			end += n
+			continue
+		}
+		b = append(b, s[end])
+		end++
+	}
+	if !disguised || !isLetterByte(b[len(b)-1]) {
+		return span{}, false
+	}
+	return d.finish(start, end, "escape", string(b), depth, func(string) bool { return true })
+}
+
+// isAddressByte reports whether c may stand in an e-mail address or a
+// domain name.
+func isAddressByte(c byte) bool {
+	return isLetterByte(c) || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_' || c == '+' || c == '@'
 }
 
 // escapeAt returns the length of the escape at s[j:] (0 if none), its
@@ -1062,6 +1110,62 @@ func homoglyphFindings(t Text) []Finding {
 		}
 	}
 	return out
+}
+
+// punycodeFindings reports domain labels written in punycode ("xn--...")
+// that decode to a look-alike of a Latin name (ENCODED-009): Latin letters
+// mixed with Cyrillic or Greek look-alikes, or look-alikes only.
+// "xn--dakwerken-vnleeuwen-0op" is "dakwerken-vаnleeuwen" with a Cyrillic
+// а: the ASCII form hides the homoglyph that homoglyphFindings would see.
+// A label with a letter of its own script ("xn--mnchen-3ya", münchen) does
+// not count. Decoded holds the label's ASCII skeleton.
+func punycodeFindings(t Text) []Finding {
+	var out []Finding
+	s := t.Text
+	for i := 0; len(out) < maxHomoglyphs; {
+		j := strings.Index(s[i:], "--")
+		if j < 0 {
+			break
+		}
+		start := i + j - 2
+		i += j + 2
+		if start < 0 || s[start]|0x20 != 'x' || s[start+1]|0x20 != 'n' || start > 0 && isLabelByte(s[start-1]) {
+			continue
+		}
+		end := i
+		for end < len(s) && isLabelByte(s[end]) {
+			end++
+		}
+		i = end
+		label, err := idna.Punycode.ToUnicode(strings.ToLower(s[start:end]))
+		if err != nil {
+			continue
+		}
+		var skeleton strings.Builder
+		look, other := false, false
+		for _, r := range label {
+			if l, ok := confusables[r]; ok {
+				look = true
+				r = l
+			} else if r >= utf8.RuneSelf && unicode.IsLetter(r) {
+				other = true
+			}
+			skeleton.WriteRune(r)
+		}
+		if look && !other {
+			out = append(out, Finding{
+				Code: "ENCODED-009", Where: t.Where, Encodings: []string{"punycode", "homoglyph"}, Offset: start,
+				Message: fmt.Sprintf("punycode label in %s reads as %q", t.Where, clip(skeleton.String(), 64)),
+				Decoded: clip(skeleton.String(), MaxDecoded),
+			})
+		}
+	}
+	return out
+}
+
+// isLabelByte reports whether c may be part of an ASCII domain label.
+func isLabelByte(c byte) bool {
+	return c == '-' || c >= '0' && c <= '9' || isLetterByte(c)
 }
 
 func isASCII(s string) bool {

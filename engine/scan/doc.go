@@ -7,8 +7,9 @@
 // finds argument values copied from untrusted text (Provenance), and a check
 // for the action the untrusted text asks for in words the user never used
 // (Verbs.RequestedActions). Disguised reports Decode's invisible-character
-// and homoglyph findings alone, and tokens that spell letters in escapes
-// no encoder writes, for control arguments. Decodings returns what a
+// and homoglyph findings alone, punycode domain labels that decode to
+// look-alikes, and tokens that spell letters in escapes no encoder writes,
+// for control arguments. Decodings returns what a
 // command or file decodes to (its encoded runs, character-code lists, and
 // its quoted literals read backwards where it turns a string round) for
 // the danger rules to read. It owns

@@ -162,13 +162,19 @@ func TestDisguised(t *testing.T) {
 		{Where: "n", Text: `const k = "\u{61}l\u{61}rm_off"`},
 		{Where: "o", Text: `{"class": "FIRE", "\u0065nabled": false, "\u0073uppress_until": "2099"}`},
 		{Where: "p", Text: `{"caf\u00e9": 1, "na\u00efve": 2} cd C:\Tools\x64; printf '\x41'`},
+		{Where: "q", Text: "location /pay/ { return 302 https://xn--dakwerken-vnleeuwen-0op.nl$request_uri; }"}, // a Cyrillic а
+		{Where: "r", Text: "mail info@XN--80AK6AA92E.com"},                                                      // аррӏе: look-alikes only
+		{Where: "s", Text: "https://xn--mnchen-3ya.de/ https://xn--80abap1arsf.xn--p1ai/ taxn--pypal-4ve xn--bad"},
 	})
 	var codes []string
 	for _, f := range got {
 		codes = append(codes, f.Where+" "+f.Code)
 	}
-	if want := []string{"b ENCODED-009", "c ENCODED-008", "e ENCODED-004", "g ENCODED-004", "i ENCODED-006", "j ENCODED-006", "m ENCODED-006", "n ENCODED-006", "o ENCODED-006"}; !reflect.DeepEqual(codes, want) {
+	if want := []string{"b ENCODED-009", "c ENCODED-008", "e ENCODED-004", "g ENCODED-004", "i ENCODED-006", "j ENCODED-006", "m ENCODED-006", "n ENCODED-006", "o ENCODED-006", "q ENCODED-009", "r ENCODED-009"}; !reflect.DeepEqual(codes, want) {
 		t.Fatalf("Disguised = %v, want %v", codes, want)
+	}
+	if f := got[9]; f.Decoded != "dakwerken-vanleeuwen" || f.Offset != 36 {
+		t.Errorf("punycode finding %+v", f)
 	}
 	if f := got[2]; f.Decoded != "http://10.20.0.15/cgi-bin/pedestal.cgi?cmd=set_all off&persist=1" || f.Offset != 0 {
 		t.Errorf("percent finding %+v", f)
