@@ -788,7 +788,9 @@ var roleWords = func() map[string]bool {
 		it dev devops engineering data backup backups archive export reports report audit verify
 		updates update external secure collector hiring recruiting accounting treasury payroll
 		receipts receipt statements statement exports notices notice sync vault inbox mailbox forms
-		apply applications drop dropbox uploads upload intake desk archives relay`) {
+		apply applications drop dropbox uploads upload intake desk archives relay
+		manifest manifests records documents docs claims operations logistics dispatch shipping
+		certificates`) {
 		m[w] = true
 	}
 	return m
