@@ -712,7 +712,7 @@ func (d *decoder) escapes(s string, i, depth int) (span, bool) {
 // stand too far apart to be one cluster and none of them is a letter.
 func (d *decoder) escapedAddress(s string, i, depth int) (span, bool) {
 	start := i
-	for start > 0 && isAddressByte(s[start-1]) {
+	for start > 0 && i-start < maxAddressLen && isAddressByte(s[start-1]) {
 		start--
 	}
 	if start == i {
@@ -721,7 +721,7 @@ func (d *decoder) escapedAddress(s string, i, depth int) (span, bool) {
 	b := []byte(s[start:i])
 	disguised := false
 	end := i
-	for end < len(s) && (isAddressByte(s[end]) || s[end] == '\\') {
+	for end < len(s) && end-start < maxAddressLen && (isAddressByte(s[end]) || s[end] == '\\') {
 		if n, v, _ := escapeAt(s, end, false); n > 0 {
 			if v >= utf8.RuneSelf || v < ' ' || v == '\\' {
 				return span{}, false
@@ -739,6 +739,11 @@ func (d *decoder) escapedAddress(s string, i, depth int) (span, bool) {
 	}
 	return d.finish(start, end, "escape", string(b), depth, func(string) bool { return true })
 }
+
+// maxAddressLen bounds the word escapedAddress reads either side of an
+// escape (an e-mail address has at most 254 bytes), which keeps Decode
+// linear on a long run of address bytes and escapes.
+const maxAddressLen = 254
 
 // isAddressByte reports whether c may stand in an e-mail address or a
 // domain name.
@@ -1137,6 +1142,9 @@ func punycodeFindings(t Text) []Finding {
 			end++
 		}
 		i = end
+		if end-start > maxLabelLen {
+			continue // longer than a DNS label: not a domain's
+		}
 		label, err := idna.Punycode.ToUnicode(strings.ToLower(s[start:end]))
 		if err != nil {
 			continue
@@ -1162,6 +1170,9 @@ func punycodeFindings(t Text) []Finding {
 	}
 	return out
 }
+
+// maxLabelLen is the longest DNS label, in bytes.
+const maxLabelLen = 63
 
 // isLabelByte reports whether c may be part of an ASCII domain label.
 func isLabelByte(c byte) bool {
