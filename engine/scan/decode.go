@@ -748,7 +748,7 @@ const maxAddressLen = 254
 // isAddressByte reports whether c may stand in an e-mail address or a
 // domain name.
 func isAddressByte(c byte) bool {
-	return isLetterByte(c) || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_' || c == '+' || c == '@'
+	return isAlnum(c) || c == '.' || c == '-' || c == '_' || c == '+' || c == '@'
 }
 
 // escapeAt returns the length of the escape at s[j:] (0 if none), its
@@ -1176,7 +1176,7 @@ const maxLabelLen = 63
 
 // isLabelByte reports whether c may be part of an ASCII domain label.
 func isLabelByte(c byte) bool {
-	return c == '-' || c >= '0' && c <= '9' || isLetterByte(c)
+	return isAlnum(c) || c == '-'
 }
 
 func isASCII(s string) bool {
