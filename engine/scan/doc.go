@@ -8,8 +8,8 @@
 // for the action the untrusted text asks for in words the user never used
 // (Verbs.RequestedActions). Disguised reports Decode's invisible-character
 // and homoglyph findings alone, punycode domain labels that decode to
-// look-alikes, and tokens that spell letters in escapes no encoder writes,
-// for control arguments. Decodings returns what a
+// look-alikes, tokens that spell letters in escapes no encoder writes, and
+// URL query values that decode to data, for control arguments. Decodings returns what a
 // command or file decodes to (its encoded runs, character-code lists, and
 // its quoted literals read backwards where it turns a string round) for
 // the danger rules to read. It owns
@@ -32,9 +32,12 @@
 //
 // Decode's stable codes:
 //
-//	ENCODED-001  base64 (standard or URL alphabet, with or without padding)
+//	ENCODED-001  base64 (standard or URL alphabet, with or without padding);
+//	             Disguised: a URL query value of 32 or more characters that decodes
+//	             to data (words, records), not to a token, compact JSON or a lone URL
 //	ENCODED-002  base32
-//	ENCODED-003  hex digit pairs (optionally 0x-prefixed), read as UTF-16LE when every second byte is NUL
+//	ENCODED-003  hex digit pairs (optionally 0x-prefixed), read as UTF-16LE when every second byte is NUL;
+//	             Disguised: a URL query value, as for ENCODED-001
 //	ENCODED-004  percent (URL) encoding of letters, digits or dots, encoded ../, or double encoding;
 //	             Disguised: a token that percent-encodes three or more letters
 //	ENCODED-005  HTML character references: numeric ones for letters or digits, or 4+ in a row
