@@ -226,8 +226,20 @@ func (e *Engine) evaluate(ctx context.Context, req *schema.Request, facts *schem
 
 // eval runs the prepared query on input, results kept as AST terms; tracer
 // may be nil.
+//
+// Cancellation: OPA, left to itself, starts a goroutine per evaluation that
+// waits for ctx to end (a goroutine started, scheduled and woken on every
+// decision, several percent of one). The engine hands it a cancel of its
+// own instead, tripped by context.AfterFunc when ctx ends: the same
+// cancellation, with no goroutine unless it happens, and none at all for a
+// context that cannot end.
 func (p *prepared) eval(ctx context.Context, input ast.Value, tracer topdown.QueryTracer) (rego.ResultSet, error) {
-	opts := []rego.EvalOption{rego.EvalParsedInput(input), rego.EvalMetrics(metrics.NoOp()), rego.EvalGenerateJSON(keepAST)}
+	cancel := topdown.NewCancel()
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, cancel.Cancel)
+		defer stop()
+	}
+	opts := []rego.EvalOption{rego.EvalParsedInput(input), rego.EvalMetrics(metrics.NoOp()), rego.EvalGenerateJSON(keepAST), rego.EvalExternalCancel(cancel)}
 	if tracer != nil {
 		opts = append(opts, rego.EvalQueryTracer(tracer))
 	}
