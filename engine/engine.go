@@ -238,6 +238,9 @@ func (p *prepared) eval(ctx context.Context, input ast.Value, tracer topdown.Que
 	if ctx.Done() != nil {
 		stop := context.AfterFunc(ctx, cancel.Cancel)
 		defer stop()
+		if ctx.Err() != nil { // ended already: trip it now, not on another goroutine's time
+			cancel.Cancel()
+		}
 	}
 	opts := []rego.EvalOption{rego.EvalParsedInput(input), rego.EvalMetrics(metrics.NoOp()), rego.EvalGenerateJSON(keepAST), rego.EvalExternalCancel(cancel)}
 	if tracer != nil {

@@ -56,6 +56,25 @@ func policyBundle(t testing.TB, files map[string]string) *bundle.Bundle {
 	return b
 }
 
+// TestEvaluateCancelled: a context that has ended stops the evaluation
+// with an error, never a decision; one that ends later does not touch
+// the next evaluation.
+func TestEvaluateCancelled(t *testing.T) {
+	e := newTestEngine(t)
+	req := mustRequest(t, request("trusted", "read_file", `{"path":"README.md"}`))
+	ctx, cancel := context.WithCancel(context.Background())
+	if d, err := e.Evaluate(ctx, req, nil); err != nil || d.Outcome != schema.Allow {
+		t.Fatalf("live context: %s %v", d.Outcome, err)
+	}
+	cancel()
+	if d, err := e.Evaluate(ctx, req, nil); err == nil {
+		t.Fatalf("cancelled context: decided %s, want an error", d.Outcome)
+	}
+	if d, err := e.Evaluate(context.Background(), req, nil); err != nil || d.Outcome != schema.Allow {
+		t.Fatalf("after a cancelled one: %s %v", d.Outcome, err)
+	}
+}
+
 func TestEvaluateDefaultPolicy(t *testing.T) {
 	e := newTestEngine(t)
 	tests := []struct {
