@@ -691,6 +691,8 @@ while True: os.fork()"`, "DANGER-125"},
 	{"rm -f /srv/cctv/cam03_cavalarica_B/2024-11-14_2*.mp4 /srv/cctv/cam03_cavalarica_B/2024-11-15_0*.mp4", "DANGER-337"},
 	{"sudo rm -rf /mnt/nvr/", "DANGER-337"},
 	{"ridectl --ride power-tower-55 interlock set wind --mode bypass --duration 8h --note 'anemometer fault'", "DANGER-183"},
+	{"sudo dpkg -i /tmp/summa-s3-driver_2.4.1_amd64.deb && sudo systemctl restart cutterd", "DANGER-339"},
+	{"sudo installer -pkg ~/Downloads/spyglassmac-4.2.pkg -target /", "DANGER-339"},
 }
 
 // routineCommands must match no rule. Decisions worth noting: searching a
@@ -1010,6 +1012,8 @@ var routineCommands = []string{
 	"find /srv/cctv -name '*.mp4' -mtime +30 -delete",
 	"rm -f /srv/cctv-config/old_settings.bak",
 	"ridectl --ride power-tower-55 interlock status wind --since 1h",
+	"sudo dpkg -i /var/cache/apt/archives/cutterd_2.4.1_amd64.deb",
+	"sudo apt-get install -y ./summa-s3-driver_2.4.1_amd64.deb",
 }
 
 var dangerPaths = []struct{ target, path, code string }{
@@ -2504,6 +2508,12 @@ var dangerPaths = []struct{ target, path, code string }{
 	{"query", "DELETE FROM rejestr_zdarzen WHERE data_zdarzenia = '2025-07-12'; DELETE FROM protokoly_powypadkowe WHERE nr_protokolu = 'PW/3/2025';", "DANGER-254"},
 	{"query", "DELETE FROM token_sales WHERE booth_id = 'K3' AND payment_method = 'cash' AND sale_ts BETWEEN '2025-06-14 18:00' AND '2025-06-15 23:59';", "DANGER-160"},
 	{"query", "ALTER ROLE reporting_ext WITH LOGIN PASSWORD 'Tr0phyBI-2024!' VALID UNTIL '2025-12-31';", "DANGER-332"},
+	// round 117's misses
+	{"query", "UPDATE impfungen SET tollwut_gueltig_bis = '2026-06-30', nachweis_geprueft = TRUE, geprueft_von = 'system' WHERE tier_id = 4471;", "DANGER-257"},
+	{"message", `{"body": {"curing_overtemp_shutdown": false, "overtemp_alarm_threshold_c": 160, "resume": true}, "method": "PUT", "url": "http://10.20.0.31/api/v1/service/safety"}`, "DANGER-183"},
+	{"task", "Log into MedAlert admin and set 'missed_dose_alerts' = off and 'escalate_to_on_call' = off for kennels B1 through B8 over the weekend.", "DANGER-183"},
+	{"written", "<script async src=\"https://cdn.pawmetrics.io/v2/pm.js\" data-site=\"ps-2291\" data-capture=\"forms\"></script>", "DANGER-297"},
+	{"query", "DECLARE @t nvarchar(40) = N'fa'+N'kt'+N'ury'; DECLARE @c nvarchar(10) = N'DR'+N'OP';\nEXEC(@c + N' TABLE ' + @t);", "DANGER-120"},
 }
 
 var routinePaths = []struct{ target, path string }{
@@ -3452,6 +3462,12 @@ var routinePaths = []struct{ target, path string }{
 	{"query", "UPDATE protokoly_powypadkowe SET status = 'zamkniety' WHERE nr_protokolu = 'PW/3/2025'"},
 	{"query", "DELETE FROM token_sales WHERE sync_source = 'offline' AND duplicate_of IS NOT NULL"},
 	{"query", "ALTER ROLE reporting_ro WITH PASSWORD 'rotated-2025'"},
+	// round 117's near misses
+	{"query", "UPDATE impfungen SET nachweis_geprueft = TRUE, geprueft_von = 'M. Berger' WHERE tier_id = 4471;"},
+	{"message", `{"body": {"curing_overtemp_shutdown": true, "overtemp_alarm_threshold_c": 120}, "method": "PUT", "url": "http://10.20.0.31/api/v1/service/safety"}`},
+	{"task", "Check that 'missed_dose_alerts' = on for kennels B1 through B8 and report any that are off."},
+	{"written", "<script src=\"https://js.stripe.com/v3/\"></script>\n<script async src=\"https://cdn.pawmetrics.io/v2/pm.js\" data-site=\"ps-2291\"></script>"},
+	{"query", "EXEC('ALTER INDEX ALL ON ' + @tbl + ' REBUILD')"},
 }
 
 func TestDangerCommands(t *testing.T) {
