@@ -9,11 +9,11 @@
 // (Verbs.RequestedActions). Disguised reports Decode's invisible-character
 // and homoglyph findings alone, punycode domain labels that decode to
 // look-alikes, tokens that spell letters in escapes no encoder writes, and
-// URL query values that decode to data, for control arguments. Decodings returns what a
-// command or file decodes to (its encoded runs, character-code lists, and
-// its quoted literals read backwards where it turns a string round) for
-// the danger rules to read. It owns
-// only this pure, deterministic Go text work: it must not import OPA, read
+// URL query values that decode to data, for control arguments. Decodings
+// returns what a command or file decodes to (its encoded runs,
+// character-code lists, and its quoted literals read backwards where it
+// turns a string round) for the danger rules to read. It owns only this
+// pure, deterministic Go text work: it must not import OPA, read
 // files, the network, the clock or any global state, and it must never
 // panic or take more than linear time on any input; engine/ wraps these
 // functions as builtins and the Rego policy decides what the returned facts

@@ -9,10 +9,10 @@
 # write tool writes for a token that spells letters or digits in backslash
 # escapes, "\u0061\u006c\u0061\u0072\u006d" for "alarm"; ENCODED-001 and 003
 # there for a URL query value that decodes to data, "d=UGlvdHIgTm93YWss..."
-# for "Piotr Nowak,+48 601..."; over what a write
-# tool writes, ENCODED-008 when it holds bidi overrides or isolates, code
-# that reads otherwise than it runs, and ENCODED-009 for a look-alike word
-# inside an e-mail address, URL or domain).
+# for "Piotr Nowak,+48 601..."; over what a write tool writes, ENCODED-008
+# when it holds bidi overrides or isolates, code that reads otherwise than
+# it runs, and ENCODED-009 for a look-alike word inside an e-mail address,
+# URL or domain).
 # When a scrutinized tool has untrusted context in view, the encoded-content
 # rule of untrusted.rego reports them already.
 package toolgate.tier1
