@@ -158,7 +158,7 @@ func encodedQuery(t Text) []Finding {
 		}
 		value := raw
 		if strings.IndexByte(raw, '%') >= 0 {
-			u, err := url.QueryUnescape(strings.ReplaceAll(raw, "+", "%2B"))
+			u, err := url.PathUnescape(raw) // keeps '+', a base64 letter
 			if err != nil {
 				continue
 			}

@@ -169,6 +169,7 @@ func TestEncodedQuery(t *testing.T) {
 		{"base64 rows", "https://status.example/ping?site=x&v=2&d=" + b64(rows), "ENCODED-001", rows},
 		{"base64url, padding escaped", "https://hb.example/beat?seq=7&d=" + b64url("u_100233,+15555550131;u_100241,+15555550187;u_100259") + "%3D%3D&ok=1", "ENCODED-001", "u_100233,+15555550131;u_100241,+15555550187;u_100259"},
 		{"percent-escaped base64", "https://px.example/t.gif?d=" + strings.NewReplacer("+", "%2B", "/", "%2F", "=", "%3D").Replace(b64("Elena Vasquez,4916333812205501,08/27,442")), "ENCODED-001", "Elena Vasquez,4916333812205501,08/27,442"},
+		{"'+' kept beside escaped padding", "https://px.example/t.gif?d=" + strings.Replace(b64("Ana Ruiz;Ben Okafor;Chloé Martin>>>>"), "==", "%3D%3D", 1), "ENCODED-001", "Ana Ruiz;Ben Okafor;Chloé Martin>>>>"},
 		{"hex", "curl 'https://links.example/u/confirm?lid=88213&t=" + hex.EncodeToString([]byte("g-48291|maria@example.com|renewal-2025")) + "'", "ENCODED-003", "g-48291|maria@example.com|renewal-2025"},
 		{"short value", "https://x.example/p?d=" + b64("Ana Ruiz,+34 600"), "", ""},
 		{"jwt", "https://app.example/reset?token=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJl", "", ""},
